@@ -1,0 +1,114 @@
+use figment::Jail;
+
+use super::*;
+
+fn load(jail: &Jail) -> Result<Config, ConfigError> {
+    Config::from_figment(Config::figment(Some(&jail.directory().join("ramen.toml"))))
+}
+
+#[test]
+fn shipped_defaults_validate() {
+    Jail::expect_with(|jail| {
+        jail.set_env("RAMEN_DATA_DIR", jail.directory().join("data").display());
+        let config = load(jail).expect("defaults must validate");
+        assert_eq!(config.mode, Mode::Local);
+        assert_eq!(config.nats.stream, "RAMEN_JOBS");
+        assert_eq!(config.endpoint(ServiceName::Auth), "http://127.0.0.1:7101");
+        Ok(())
+    });
+}
+
+#[test]
+fn layers_file_then_env_with_aliases_and_nesting() {
+    Jail::expect_with(|jail| {
+        jail.set_env("RAMEN_DATA_DIR", jail.directory().join("data").display());
+        jail.create_file(
+            "ramen.toml",
+            "[nats]\nmax_deliver = 3\nack_wait = \"5s\"\n[log]\nformat = \"json\"\n",
+        )?;
+        jail.set_env("RAMEN_NATS__MAX_DELIVER", "5");
+        jail.set_env("RAMEN_NATS_URL", "nats://example:4222");
+        jail.set_env("RAMEN_REDIS_SENTINEL_ADDRS", "a:26379, b:26379");
+        jail.set_env("RAMEN_REDIS_MASTER_NAME", "mymaster");
+        let config = load(jail).unwrap();
+        assert_eq!(config.nats.max_deliver, 5, "env beats file");
+        assert_eq!(config.nats.ack_wait, std::time::Duration::from_secs(5), "file beats defaults");
+        assert_eq!(config.log.format, LogFormat::Json);
+        assert_eq!(config.nats.url, "nats://example:4222");
+        assert_eq!(config.redis.sentinels(), vec!["a:26379", "b:26379"]);
+        Ok(())
+    });
+}
+
+#[test]
+fn invalid_value_names_the_key() {
+    Jail::expect_with(|jail| {
+        jail.set_env("RAMEN_DATA_DIR", jail.directory().join("data").display());
+        jail.set_env("RAMEN_NATS__MAX_DELIVER", "0");
+        let err = load(jail).unwrap_err().to_string();
+        assert!(err.contains("nats.max_deliver"), "{err}");
+
+        jail.set_env("RAMEN_NATS__MAX_DELIVER", "lots");
+        let err = load(jail).unwrap_err().to_string();
+        assert!(err.contains("nats.max_deliver"), "{err}");
+
+        jail.set_env("RAMEN_NATS__MAX_DELIVER", "3");
+        jail.set_env("RAMEN_LISTEN__AUTH", "127.0.0.1:8080");
+        let err = load(jail).unwrap_err().to_string();
+        assert!(err.contains("listen.auth") && err.contains("listen.api"), "{err}");
+        Ok(())
+    });
+}
+
+#[test]
+fn cloud_mode_names_every_missing_variable() {
+    Jail::expect_with(|jail| {
+        jail.set_env("RAMEN_MODE", "cloud");
+        let err = load(jail).unwrap_err().to_string();
+        for var in ["RAMEN_JWT_SECRET", "RAMEN_SECRETS_KEY", "RAMEN_NATS_URL"] {
+            assert!(err.contains(var), "{var} not named in: {err}");
+        }
+
+        jail.set_env("RAMEN_JWT_SECRET", "too-short");
+        jail.set_env("RAMEN_SECRETS_KEY", "c2l4dGVlbiBieXRlcyEhIQ=="); // 16 bytes
+        jail.set_env("RAMEN_NATS_URL", "nats://n:4222");
+        let err = load(jail).unwrap_err().to_string();
+        assert!(err.contains("RAMEN_JWT_SECRET is 9 bytes"), "{err}");
+        assert!(err.contains("RAMEN_SECRETS_KEY decodes to 16 bytes"), "{err}");
+        assert!(!err.contains("RAMEN_NATS_URL"), "{err}");
+
+        jail.set_env("RAMEN_JWT_SECRET", "0123456789abcdef0123456789abcdef");
+        jail.set_env("RAMEN_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=");
+        let config = load(jail).expect("complete cloud config");
+        let err = config.require_cloud(&[Requirement::Mongo, Requirement::S3]).unwrap_err().to_string();
+        assert!(err.contains("RAMEN_MONGO_URI") && err.contains("RAMEN_S3_BUCKET"), "{err}");
+        assert_eq!(decode_secrets_key(&config.auth.secrets_key).unwrap().len(), 32);
+        Ok(())
+    });
+}
+
+#[test]
+fn local_mode_generates_keys_once_with_private_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    Jail::expect_with(|jail| {
+        let data = jail.directory().join("data");
+        jail.set_env("RAMEN_DATA_DIR", data.display());
+        let first = load(jail).unwrap();
+        let second = load(jail).unwrap();
+        assert_eq!(first.auth.jwt_secret, second.auth.jwt_secret, "keys survive a restart");
+        assert_eq!(decode_secrets_key(&first.auth.secrets_key).unwrap().len(), 32);
+        let mode = std::fs::metadata(data.join("keys/secrets.key")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        Ok(())
+    });
+}
+
+#[test]
+fn secrets_never_print() {
+    let secret = Secret::new("hunter2-hunter2-hunter2-hunter2-hunter2");
+    assert!(!format!("{secret:?}").contains("hunter2"));
+    let mut config = Config::default();
+    config.auth.jwt_secret = secret;
+    let dump = format!("{config:?}");
+    assert!(!dump.contains("hunter2"));
+}

@@ -1,0 +1,180 @@
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use parking_lot::RwLock;
+use ramen_telemetry::Metrics;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Each dependency is given this long to answer a readiness ping.
+pub const CHECK_DEADLINE: Duration = Duration::from_secs(1);
+
+/// A dependency `/readyz` pings (store, bus, blob store, runtime…).
+#[async_trait::async_trait]
+pub trait HealthCheck: Send + Sync {
+    fn name(&self) -> &str;
+    async fn check(&self) -> Result<(), String>;
+}
+
+/// Readiness of the process: the registered dependency checks, and a draining flag that makes
+/// readiness fail at once on shutdown so load balancers stop sending work first.
+#[derive(Clone, Default)]
+pub struct Health {
+    checks: Arc<RwLock<Vec<Arc<dyn HealthCheck>>>>,
+    draining: Arc<AtomicBool>,
+}
+
+impl Health {
+    pub fn add(&self, check: impl HealthCheck + 'static) {
+        self.checks.write().push(Arc::new(check));
+    }
+
+    pub fn set_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Pings every dependency concurrently; `Ok` when all answer in time.
+    pub async fn ready(&self) -> (bool, Value) {
+        let checks: Vec<_> = self.checks.read().clone();
+        let results = futures::future::join_all(checks.iter().map(|c| async move {
+            let outcome = match tokio::time::timeout(CHECK_DEADLINE, c.check()).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(err)) => Err(err),
+                Err(_) => Err(format!("no answer within {CHECK_DEADLINE:?}")),
+            };
+            (c.name().to_owned(), outcome)
+        }))
+        .await;
+        let mut map = Map::new();
+        let mut ok = !self.is_draining();
+        if self.is_draining() {
+            map.insert("draining".into(), json!("shutting down"));
+        }
+        for (name, outcome) in results {
+            match outcome {
+                Ok(()) => map.insert(name, json!("ok")),
+                Err(err) => {
+                    ok = false;
+                    map.insert(name, json!(format!("error: {err}")))
+                }
+            };
+        }
+        (ok, Value::Object(map))
+    }
+}
+
+#[derive(Clone)]
+struct AdminState {
+    health: Health,
+    metrics: Metrics,
+}
+
+/// `/healthz` (the listener is up), `/readyz` (dependencies, 503 with a JSON map naming the
+/// failing one) and `/metrics` (Prometheus text). Served on the admin port, never publicly.
+pub fn admin_router(health: Health, metrics: Metrics) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { (StatusCode::OK, "ok") }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .with_state(AdminState { health, metrics })
+}
+
+async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
+    let (ok, body) = state.health.ready().await;
+    let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, axum::Json(body))
+}
+
+async fn metrics_text(State(state): State<AdminState>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+        state.metrics.encode(),
+    )
+}
+
+/// Binds `addr` (failing fast with the address in the error) and serves `router` until
+/// `stop` is cancelled. Returns the bound address (useful with port 0) and the server task.
+pub async fn serve_http(
+    addr: SocketAddr,
+    router: Router,
+    stop: CancellationToken,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"))
+    })?;
+    let bound = listener.local_addr()?;
+    let app = router.into_make_service_with_connect_info::<SocketAddr>();
+    let handle = tokio::spawn(async move {
+        let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+        if let Err(err) = served {
+            tracing::error!(%err, %bound, "http server failed");
+        }
+    });
+    Ok((bound, handle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(&'static str, Option<&'static str>, Duration);
+
+    #[async_trait::async_trait]
+    impl HealthCheck for Fixed {
+        fn name(&self) -> &str {
+            self.0
+        }
+        async fn check(&self) -> Result<(), String> {
+            tokio::time::sleep(self.2).await;
+            self.1.map_or(Ok(()), |e| Err(e.to_owned()))
+        }
+    }
+
+    #[tokio::test]
+    async fn readyz_names_the_failing_dependency() {
+        let health = Health::default();
+        health.add(Fixed("store", None, Duration::ZERO));
+        health.add(Fixed("bus", Some("connection refused"), Duration::ZERO));
+        health.add(Fixed("blob", None, Duration::from_secs(5)));
+        let stop = CancellationToken::new();
+        let (addr, _task) =
+            serve_http("127.0.0.1:0".parse().unwrap(), admin_router(health.clone(), Metrics::default()), stop.clone())
+                .await
+                .unwrap();
+
+        let response = reqwest::get(format!("http://{addr}/readyz")).await.unwrap();
+        assert_eq!(response.status(), 503);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["store"], "ok");
+        assert_eq!(body["bus"], "error: connection refused");
+        assert!(body["blob"].as_str().unwrap().contains("no answer within"), "{body}");
+
+        let healthz = reqwest::get(format!("http://{addr}/healthz")).await.unwrap();
+        assert_eq!(healthz.status(), 200);
+        let metrics = reqwest::get(format!("http://{addr}/metrics")).await.unwrap();
+        assert_eq!(metrics.status(), 200);
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn draining_fails_readiness_even_when_dependencies_are_fine() {
+        let health = Health::default();
+        health.add(Fixed("store", None, Duration::ZERO));
+        assert!(health.ready().await.0);
+        health.set_draining();
+        let (ok, body) = health.ready().await;
+        assert!(!ok);
+        assert_eq!(body["draining"], "shutting down");
+    }
+}

