@@ -1,0 +1,3 @@
+from notes import mcp
+
+mcp.run()

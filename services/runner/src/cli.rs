@@ -1,0 +1,72 @@
+//! Entry point shared by `ramen-runner` and `ramen worker`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ramen_config::{EXIT_CONFIG, LogConfig, LogFormat};
+use ramen_lifecycle::{Shutdown, listen_for_signals};
+use ramen_telemetry::Metrics;
+
+use crate::{NodeConfig, Worker};
+
+pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config_path = match args.as_slice() {
+        [flag, path] if flag == "--config" => PathBuf::from(path),
+        _ => {
+            eprintln!("usage: ramen worker --config <node.toml>");
+            return ExitCode::from(64);
+        }
+    };
+    run(config_path)
+}
+
+/// Loads the node config (exit 78 when it is unusable), runs the node until SIGTERM, drains.
+pub fn run(config_path: PathBuf) -> ExitCode {
+    let config = match NodeConfig::load(&config_path) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("ramen worker: {err}");
+            return ExitCode::from(EXIT_CONFIG as u8);
+        }
+    };
+    let format = if std::env::var("RAMEN_LOG_FORMAT").is_ok_and(|f| f == "json") { LogFormat::Json } else { LogFormat::Pretty };
+    let log = LogConfig { format, level: std::env::var("RAMEN_LOG_LEVEL").unwrap_or_else(|_| "info".into()) };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("ramen worker: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let mut telemetry = match ramen_telemetry::init("ramen-runner", &log) {
+            Ok(telemetry) => telemetry,
+            Err(err) => {
+                eprintln!("ramen worker: {err}");
+                return ExitCode::from(EXIT_CONFIG as u8);
+            }
+        };
+        let shutdown = Shutdown::new();
+        if let Err(err) = listen_for_signals(shutdown.clone()) {
+            tracing::error!(%err, "cannot install signal handlers");
+            return ExitCode::FAILURE;
+        }
+        let worker = match Worker::start(config, Metrics::default()).await {
+            Ok(worker) => worker,
+            Err(err) => {
+                tracing::error!(%err, "the node did not start");
+                return ExitCode::FAILURE;
+            }
+        };
+        tracing::info!(mcp = %worker.mcp_addr, admin = %worker.admin_addr, node = %worker.config.node_id, "node serving");
+        let admin_stop = worker.stop_token();
+        tokio::select! {
+            _ = shutdown.wait() => {}
+            _ = admin_stop.cancelled() => {}
+        }
+        worker.shutdown().await;
+        telemetry.shutdown();
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,22 @@
+//! The worker node: serves MCP streamable HTTP to clients, enforces keys, IP rules, blocked
+//! lists and the in-flight cap, and drives one supervised Python runtime that runs the
+//! group's packages. See `docs/architecture.md` ("Data plane").
+
+pub mod catalog;
+pub mod cli;
+pub mod config;
+mod drain;
+pub mod mcp;
+pub mod metrics;
+pub mod node;
+pub mod policy;
+pub mod reload;
+pub mod runtime;
+mod worker;
+
+include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
+
+pub use config::{BlobConfig, NodeConfig, SnapshotRef};
+pub use policy::{PolicyConfig, hash_key};
+pub use reload::pack_dir;
+pub use worker::{Worker, WorkerError};

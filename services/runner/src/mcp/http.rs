@@ -1,0 +1,326 @@
+//! MCP streamable HTTP (revision 2025-11-25; 2025-06-18 and 2025-03-26 clients accepted): one
+//! endpoint for POST (client messages), GET (the session's server-to-client stream) and
+//! DELETE (end the session).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_stream::wrappers::BroadcastStream;
+
+use super::calls::{Accepts, Reply};
+use super::jsonrpc::{self, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, PARSE_ERROR, ParseError};
+use super::methods;
+use super::session::{LATEST_VERSION, SUPPORTED_VERSIONS, Session};
+use crate::node::Node;
+
+pub const SESSION_HEADER: &str = "mcp-session-id";
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+pub fn router(node: Arc<Node>, path: &str) -> Router {
+    Router::new().route(path, post(post_mcp).get(get_mcp).delete(delete_mcp)).with_state(node)
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+fn http_error(status: StatusCode, code: i64, message: &str) -> Response {
+    json_response(status, jsonrpc::error(None, code, message, None))
+}
+
+/// Origin, source address and key — checked before anything is read or looked up, so a
+/// refused caller learns nothing about sessions or keys.
+fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Response> {
+    let policy = node.policy();
+    let header_str = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    if !policy.origin_ok(header_str(header::ORIGIN), header_str(header::HOST)) {
+        return Err(http_error(StatusCode::FORBIDDEN, INVALID_REQUEST, "origin not allowed"));
+    }
+    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    let client = policy.client_ip(peer.ip(), forwarded);
+    if !policy.ip_ok(client) {
+        return Err(http_error(StatusCode::FORBIDDEN, INVALID_REQUEST, &format!("source address {client} is not allowed")));
+    }
+    if !policy.key_ok(header_str(header::AUTHORIZATION)) {
+        let mut response = http_error(StatusCode::UNAUTHORIZED, INVALID_REQUEST, "a valid MCP key is required (Authorization: Bearer <key>)");
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="ramen", error="invalid_token""#),
+        );
+        return Err(response);
+    }
+    if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
+        && !SUPPORTED_VERSIONS.contains(&version)
+    {
+        let message = format!("unsupported MCP-Protocol-Version {version:?}; supported: {}", SUPPORTED_VERSIONS.join(", "));
+        return Err(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, &message));
+    }
+    Ok(())
+}
+
+/// The session named by `Mcp-Session-Id`: 400 when absent, 404 when unknown or ended.
+fn session(node: &Node, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Err(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, "Mcp-Session-Id header is required; send initialize first"));
+    };
+    node.sessions
+        .get(id)
+        .ok_or_else(|| http_error(StatusCode::NOT_FOUND, INVALID_REQUEST, "session not found or ended; initialize a new one"))
+}
+
+fn accepts(headers: &HeaderMap) -> Accepts {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    match accept {
+        None => Accepts { json: true, sse: false },
+        Some(accept) => {
+            let any = accept.contains("*/*");
+            Accepts {
+                json: any || accept.contains("application/json"),
+                sse: any || accept.contains("text/event-stream"),
+            }
+        }
+    }
+}
+
+async fn post_mcp(
+    State(node): State<Arc<Node>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if let Err(refused) = admit(&node, &headers, peer) {
+        return refused;
+    }
+    let accepts = accepts(&headers);
+    if !accepts.json && !accepts.sse {
+        return http_error(StatusCode::NOT_ACCEPTABLE, INVALID_REQUEST, "Accept must include application/json and text/event-stream");
+    }
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+    if !is_json {
+        return http_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST, "Content-Type must be application/json");
+    }
+    let limit = node.settings.max_body_bytes;
+    let Ok(bytes) = to_bytes(body, limit).await else {
+        return http_error(StatusCode::PAYLOAD_TOO_LARGE, INVALID_REQUEST, &format!("request body above the {limit}-byte limit"));
+    };
+    let message = match jsonrpc::parse(&bytes) {
+        Ok(message) => message,
+        Err(ParseError::Json(reason)) => {
+            return http_error(StatusCode::BAD_REQUEST, PARSE_ERROR, &format!("parse error: {reason}"));
+        }
+        Err(ParseError::Invalid { reason, id }) => {
+            let body = jsonrpc::error(id.as_deref(), INVALID_REQUEST, &format!("invalid request: {reason}"), None);
+            return json_response(StatusCode::BAD_REQUEST, body);
+        }
+    };
+    if let Incoming::Request { id, method: "initialize", params } = message {
+        return initialize(&node, id.get(), params);
+    }
+    let session = match session(&node, &headers) {
+        Ok(session) => session,
+        Err(_) if matches!(message, Incoming::Request { method: "server/discover", .. }) => {
+            // A client probing a newer revision falls back to initialize on this error.
+            return http_error(StatusCode::BAD_REQUEST, METHOD_NOT_FOUND, "server/discover is not supported; initialize (MCP 2025-11-25)");
+        }
+        Err(refused) => return refused,
+    };
+    match message {
+        Incoming::Notification { method, params } => {
+            notification(&node, &session, method, params);
+            StatusCode::ACCEPTED.into_response()
+        }
+        Incoming::Response { id, result, error } => {
+            client_response(&node, &session, id.get(), result, error);
+            StatusCode::ACCEPTED.into_response()
+        }
+        Incoming::Request { id, method, params } => {
+            if node.is_draining() {
+                node.sessions.remove(&session.id);
+                return http_error(StatusCode::NOT_FOUND, INVALID_REQUEST, "this node is shutting down; initialize a new session");
+            }
+            let span = tracing::info_span!("mcp.request", method, session = %session.id);
+            let reply = tracing::Instrument::instrument(methods::dispatch(&node, &session, id, method, params, accepts), span).await;
+            into_response(reply)
+        }
+    }
+}
+
+fn into_response(reply: Reply) -> Response {
+    match reply {
+        Reply::Json(body) => json_response(StatusCode::OK, body),
+        Reply::Overloaded(body) => {
+            let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, body);
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+        Reply::Sse(body) => sse_response(body),
+    }
+}
+
+fn sse_response(body: Body) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            // Tells nginx-style proxies not to buffer the stream.
+            (header::HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[derive(Deserialize, Default)]
+struct InitializeParams {
+    #[serde(rename = "protocolVersion", default)]
+    protocol_version: String,
+}
+
+fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue>) -> Response {
+    if node.is_draining() {
+        let mut response = http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, "this node is shutting down; retry");
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
+    let params: InitializeParams = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
+    let version = if SUPPORTED_VERSIONS.contains(&params.protocol_version.as_str()) {
+        params.protocol_version.as_str()
+    } else {
+        LATEST_VERSION
+    };
+    let session = match node.sessions.create(version, node.settings.max_sessions) {
+        Ok(session) => session,
+        Err(full) => return http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, &full.to_string()),
+    };
+    node.metrics.sessions.set(node.sessions.len() as i64);
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": { "listChanged": true },
+            "resources": { "listChanged": true },
+            "prompts": { "listChanged": true },
+            "logging": {},
+        },
+        "serverInfo": { "name": node.settings.server_name, "version": env!("CARGO_PKG_VERSION") },
+    });
+    if let Some(instructions) = &node.settings.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    let mut response = json_response(StatusCode::OK, jsonrpc::result(id, &result.to_string()));
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+fn notification(node: &Node, session: &Session, method: &str, params: Option<&serde_json::value::RawValue>) {
+    if method != "notifications/cancelled" {
+        return; // initialized, progress, roots/list_changed: nothing for the node to do
+    }
+    #[derive(Deserialize)]
+    struct Cancelled {
+        #[serde(rename = "requestId")]
+        request_id: Box<serde_json::value::RawValue>,
+    }
+    let Some(cancelled) = params.and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok()) else {
+        return;
+    };
+    let rid = session.calls.lock().get(cancelled.request_id.get()).copied();
+    if let Some(rid) = rid {
+        node.runtime.cancel(rid);
+    }
+}
+
+/// The client answers a request a tool made through us (sampling, elicitation).
+fn client_response(
+    node: &Node,
+    session: &Session,
+    id: &str,
+    result: Option<&serde_json::value::RawValue>,
+    error: Option<&serde_json::value::RawValue>,
+) {
+    let Some(rid) = session.server_requests.lock().remove(id) else { return };
+    match (result, error) {
+        (Some(result), _) => node.runtime.respond(rid, Ok(result)),
+        (None, Some(error)) => {
+            let error = serde_json::from_str(error.get())
+                .unwrap_or_else(|_| crate::runtime::RpcError::new(INVALID_REQUEST, "malformed error from client"));
+            node.runtime.respond(rid, Err(&error));
+        }
+        (None, None) => {}
+    }
+}
+
+async fn get_mcp(
+    State(node): State<Arc<Node>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refused) = admit(&node, &headers, peer) {
+        return refused;
+    }
+    if !accepts(&headers).sse {
+        return http_error(StatusCode::NOT_ACCEPTABLE, INVALID_REQUEST, "GET opens an event stream: Accept must include text/event-stream");
+    }
+    let session = match session(&node, &headers) {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    let events = BroadcastStream::new(session.stream.subscribe()).filter_map(|event| async move { event.ok() });
+    drop(session); // the stream ends when the session does
+    let keepalive = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(KEEPALIVE))
+        .map(|_| Bytes::from_static(b": keep-alive\n\n"));
+    let merged = futures::stream::select(events, keepalive).map(Ok::<_, Infallible>);
+    let merged = take_until_closed(merged, node, headers);
+    sse_response(Body::from_stream(merged))
+}
+
+/// Ends a GET stream once its session is gone (DELETE, expiry, drain), even though the
+/// keep-alive ticker alone would keep it open forever.
+fn take_until_closed(
+    stream: impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
+    node: Arc<Node>,
+    headers: HeaderMap,
+) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    stream.take_while(move |_| {
+        let open = node.sessions.contains(&id);
+        async move { open }
+    })
+}
+
+async fn delete_mcp(
+    State(node): State<Arc<Node>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refused) = admit(&node, &headers, peer) {
+        return refused;
+    }
+    let session = match session(&node, &headers) {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    node.sessions.remove(&session.id);
+    node.metrics.sessions.set(node.sessions.len() as i64);
+    for rid in session.calls.lock().values() {
+        node.runtime.cancel(*rid);
+    }
+    StatusCode::OK.into_response()
+}

@@ -1,0 +1,159 @@
+//! JSON-RPC 2.0 as MCP uses it: one message per POST, ids echoed verbatim, results spliced
+//! in as raw JSON so the runtime's answer is never parsed and re-serialized by the node.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Node-defined: the node is at its in-flight cap (HTTP 503 + `Retry-After`); retry.
+pub const OVERLOADED: i64 = -32000;
+
+/// A message from the client, borrowed from the request body.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    Request { id: &'a RawValue, method: &'a str, params: Option<&'a RawValue> },
+    Notification { method: &'a str, params: Option<&'a RawValue> },
+    /// The client's answer to a request the server sent it (sampling, elicitation).
+    Response { id: &'a RawValue, result: Option<&'a RawValue>, error: Option<&'a RawValue> },
+}
+
+#[derive(Debug, PartialEq)]
+pub enum ParseError {
+    /// Not JSON at all (-32700).
+    Json(String),
+    /// JSON, but not a valid JSON-RPC message (-32600); the id when one could be read.
+    Invalid { reason: String, id: Option<String> },
+}
+
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
+    let trimmed = body.trim_ascii_start();
+    if trimmed.first() == Some(&b'[') {
+        // Batches existed only in 2025-03-26 and no official client sends them.
+        serde_json::from_slice::<&RawValue>(body).map_err(|e| ParseError::Json(e.to_string()))?;
+        return Err(invalid("batches are not supported; send one JSON-RPC message per POST", None));
+    }
+    let raw: Raw<'_> = serde_json::from_slice(body).map_err(|e| {
+        if e.is_data() { invalid(&format!("not a JSON-RPC object: {e}"), None) } else { ParseError::Json(e.to_string()) }
+    })?;
+    let id = raw.id;
+    let id_text = id.map(|i| i.get().to_owned());
+    if raw.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        return Err(invalid("`jsonrpc` must be \"2.0\"", id_text));
+    }
+    if let Some(id) = id {
+        let text = id.get();
+        let is_string = text.starts_with('"');
+        let is_integer = text.bytes().enumerate().all(|(i, b)| b.is_ascii_digit() || (i == 0 && b == b'-'));
+        if !(is_string || is_integer) || text == "-" {
+            return Err(invalid("`id` must be a string or an integer", None));
+        }
+    }
+    match (raw.method, id) {
+        (Some(method), _) => {
+            let method: &str = serde_json::from_str(method.get())
+                .map_err(|_| invalid("`method` must be a string", id_text.clone()))?;
+            if let Some(params) = raw.params
+                && !params.get().starts_with(['{', '['])
+            {
+                return Err(invalid("`params` must be an object", id_text));
+            }
+            Ok(match id {
+                Some(id) => Incoming::Request { id, method, params: raw.params },
+                None => Incoming::Notification { method, params: raw.params },
+            })
+        }
+        (None, Some(id)) if raw.result.is_some() || raw.error.is_some() => {
+            Ok(Incoming::Response { id, result: raw.result, error: raw.error })
+        }
+        _ => Err(invalid("a message needs a `method`, or an `id` with `result` or `error`", id_text)),
+    }
+}
+
+fn invalid(reason: &str, id: Option<String>) -> ParseError {
+    ParseError::Invalid { reason: reason.to_owned(), id }
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}`.
+pub fn result(id: &str, result: &str) -> String {
+    let mut out = String::with_capacity(36 + id.len() + result.len());
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    out.push_str(id);
+    out.push_str(r#","result":"#);
+    out.push_str(result);
+    out.push('}');
+    out
+}
+
+/// `{"jsonrpc":"2.0","id":<id or null>,"error":{code,message[,data]}}`.
+pub fn error(id: Option<&str>, code: i64, message: &str, data: Option<&serde_json::Value>) -> String {
+    let mut error = serde_json::json!({ "code": code, "message": message });
+    if let Some(data) = data {
+        error["data"] = data.clone();
+    }
+    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#, id.unwrap_or("null"), error)
+}
+
+/// A notification from server to client.
+pub fn notification(method: &str, params: Option<&str>) -> String {
+    match params {
+        Some(params) => format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params}}}"#),
+        None => format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_messages() {
+        let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}"#;
+        assert!(matches!(parse(body), Ok(Incoming::Request { method: "tools/list", .. })));
+        let body = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(matches!(parse(body), Ok(Incoming::Notification { .. })));
+        let body = br#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#;
+        assert!(matches!(parse(body), Ok(Incoming::Response { .. })));
+    }
+
+    #[test]
+    fn rejects_what_is_not_json_rpc() {
+        assert!(matches!(parse(b"{nope"), Err(ParseError::Json(_))));
+        assert!(matches!(parse(b"42"), Err(ParseError::Invalid { .. })));
+        assert!(matches!(parse(br#"{"id":1,"method":"ping"}"#), Err(ParseError::Invalid { .. })));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#), Err(ParseError::Invalid { .. })));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#), Err(ParseError::Invalid { .. })));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"method":3}"#), Err(ParseError::Invalid { .. })));
+        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#), Err(ParseError::Invalid { .. })));
+        assert!(matches!(parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#), Err(ParseError::Invalid { .. })));
+        let Err(ParseError::Invalid { id, .. }) = parse(br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#) else { panic!() };
+        assert_eq!(id.as_deref(), Some("\"a\""));
+    }
+
+    #[test]
+    fn builds_responses() {
+        assert_eq!(result("3", "{}"), r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        let e: serde_json::Value = serde_json::from_str(&error(None, PARSE_ERROR, "bad", None)).unwrap();
+        assert_eq!(e["error"]["code"], PARSE_ERROR);
+        assert!(e["id"].is_null());
+    }
+}

@@ -1,0 +1,7 @@
+//! The MCP endpoint of the node.
+
+pub mod calls;
+pub mod http;
+pub mod jsonrpc;
+mod methods;
+pub mod session;

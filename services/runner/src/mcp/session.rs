@@ -1,0 +1,146 @@
+//! MCP sessions held by this node. Sessions are not shared between nodes: the edge keeps a
+//! client on the node that created its session, and a client whose node is gone gets 404 and
+//! initializes again, as the MCP specification prescribes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::broadcast;
+
+/// Protocol revisions this node speaks, newest first.
+pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
+
+/// RFC 5424 levels as MCP names them, lowest first.
+pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+pub fn log_level_rank(level: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == level).map(|i| i as u8)
+}
+
+pub struct Session {
+    pub id: String,
+    pub protocol_version: String,
+    /// Minimum level of log notifications the client wants (`logging/setLevel`); 0 = all.
+    pub log_level: AtomicU8,
+    /// Server→client messages for the session's GET streams (already SSE-framed).
+    pub stream: broadcast::Sender<Bytes>,
+    /// Client request id (raw JSON) → runtime call id, for `notifications/cancelled`.
+    pub calls: Mutex<HashMap<String, u64>>,
+    /// Server request id (raw JSON) we sent the client → the runtime's request id.
+    pub server_requests: Mutex<HashMap<String, u64>>,
+    next_server_request: AtomicU64,
+    last_seen: Mutex<Instant>,
+}
+
+impl Session {
+    pub fn touch(&self) {
+        *self.last_seen.lock() = Instant::now();
+    }
+
+    pub fn idle_for(&self) -> Duration {
+        self.last_seen.lock().elapsed()
+    }
+
+    /// A fresh id for a request the server sends this client.
+    pub fn next_server_request_id(&self) -> String {
+        format!("\"ramen-{}\"", self.next_server_request.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub fn wants_log(&self, level: &str) -> bool {
+        log_level_rank(level).unwrap_or(u8::MAX) >= self.log_level.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("this node holds its maximum of {0} sessions")]
+pub struct Full(pub usize);
+
+impl Sessions {
+    pub fn create(&self, protocol_version: &str, max: usize) -> Result<Arc<Session>, Full> {
+        let mut map = self.map.lock();
+        if map.len() >= max {
+            return Err(Full(max));
+        }
+        let (stream, _) = broadcast::channel(64);
+        let session = Arc::new(Session {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            protocol_version: protocol_version.to_owned(),
+            log_level: AtomicU8::new(0),
+            stream,
+            calls: Default::default(),
+            server_requests: Default::default(),
+            next_server_request: AtomicU64::new(1),
+            last_seen: Mutex::new(Instant::now()),
+        });
+        map.insert(session.id.clone(), session.clone());
+        Ok(session)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.map.lock().get(id).cloned();
+        if let Some(session) = &session {
+            session.touch();
+        }
+        session
+    }
+
+    /// Ends a session; its GET streams close once the last sender is gone.
+    pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.map.lock().remove(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sends an SSE event to every open session's GET streams.
+    pub fn broadcast(&self, event: Bytes) {
+        for session in self.map.lock().values() {
+            let _ = session.stream.send(event.clone());
+        }
+    }
+
+    /// Drops sessions idle longer than `idle`; returns how many.
+    pub fn expire(&self, idle: Duration) -> usize {
+        let mut map = self.map.lock();
+        let before = map.len();
+        map.retain(|_, s| s.idle_for() < idle);
+        before - map.len()
+    }
+}
+
+/// Frames one JSON-RPC message as a server-sent event.
+pub fn sse_event(json: &str) -> Bytes {
+    let mut out = String::with_capacity(json.len() + 24);
+    out.push_str("event: message\ndata: ");
+    out.push_str(json);
+    out.push_str("\n\n");
+    Bytes::from(out)
+}
+
+impl Sessions {
+    /// Whether the session is still open (without touching its idle clock).
+    pub fn contains(&self, id: &str) -> bool {
+        self.map.lock().contains_key(id)
+    }
+}
+
+impl Sessions {
+    pub fn ids(&self) -> Vec<String> {
+        self.map.lock().keys().cloned().collect()
+    }
+}

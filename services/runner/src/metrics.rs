@@ -1,0 +1,60 @@
+//! The node's Prometheus metrics (`ramen_mcp_*`, `ramen_runtime_*`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use ramen_telemetry::Metrics;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub method: String,
+    pub package: String,
+    /// `ok`, `tool_error` (the tool answered `isError`), `error` (JSON-RPC error), `blocked`,
+    /// `overloaded`, `cancelled`.
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabels {
+    pub method: String,
+}
+
+#[derive(Clone)]
+pub struct NodeMetrics {
+    pub requests: Family<RequestLabels, Counter>,
+    pub duration: Family<MethodLabels, Histogram>,
+    pub in_flight: Gauge,
+    pub runtime_restarts: Counter,
+    pub blocked_calls: Counter,
+    pub sessions: Gauge,
+}
+
+impl NodeMetrics {
+    pub fn register(metrics: &Metrics) -> Self {
+        let this = Self {
+            requests: Family::default(),
+            // 50 µs .. ~6.5 s
+            duration: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.00005, 2.0, 18))),
+            in_flight: Gauge::default(),
+            runtime_restarts: Counter::default(),
+            blocked_calls: Counter::default(),
+            sessions: Gauge::default(),
+        };
+        metrics.register("mcp_requests", "MCP requests by method, package and outcome", this.requests.clone());
+        metrics.register("mcp_request_duration_seconds", "MCP request duration", this.duration.clone());
+        metrics.register("mcp_in_flight", "Calls in flight to the Python runtime", this.in_flight.clone());
+        metrics.register("runtime_restarts", "Restarts of the Python runtime after it died", this.runtime_restarts.clone());
+        metrics.register("mcp_blocked_calls", "Calls refused because the tool or package is blocked", this.blocked_calls.clone());
+        metrics.register("mcp_sessions", "Open MCP sessions", this.sessions.clone());
+        this
+    }
+
+    pub fn record(&self, method: &str, package: &str, outcome: &'static str, seconds: f64) {
+        self.requests
+            .get_or_create(&RequestLabels { method: method.to_owned(), package: package.to_owned(), outcome })
+            .inc();
+        self.duration.get_or_create(&MethodLabels { method: method.to_owned() }).observe(seconds);
+    }
+}

@@ -1,0 +1,174 @@
+//! The node's shared state: live policy and catalog (swapped atomically), the runtime, the
+//! sessions, the in-flight count and the drain flag.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use serde::Serialize;
+
+use crate::catalog::{Catalog, Kind};
+use crate::mcp::jsonrpc;
+use crate::mcp::session::{Sessions, sse_event};
+use crate::metrics::NodeMetrics;
+use crate::policy::Policy;
+use crate::runtime::{Report, Runtime};
+
+/// Limits and identity of the MCP endpoint.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub in_flight_cap: usize,
+    pub max_body_bytes: usize,
+    pub page_size: usize,
+    pub max_sessions: usize,
+    pub session_idle: Duration,
+    pub server_name: String,
+    pub instructions: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            in_flight_cap: 64,
+            max_body_bytes: 4 * 1024 * 1024,
+            page_size: 100,
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(30 * 60),
+            server_name: "ramen".into(),
+            instructions: None,
+        }
+    }
+}
+
+/// Who this node is, as reported in load reports and `/status`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Identity {
+    pub node_id: String,
+    pub group: String,
+    pub zone: String,
+    /// `worker` or `worker-canary`.
+    pub track: String,
+}
+
+pub struct Node {
+    pub settings: Settings,
+    pub identity: Identity,
+    policy: ArcSwap<Policy>,
+    catalog: ArcSwap<Catalog>,
+    pub runtime: Runtime,
+    pub sessions: Sessions,
+    pub metrics: NodeMetrics,
+    in_flight: AtomicUsize,
+    draining: AtomicBool,
+    loaded_commit: Mutex<String>,
+}
+
+/// A claim on one of the node's in-flight slots, released on drop.
+pub struct Slot {
+    node: Arc<Node>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.node.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.node.metrics.in_flight.dec();
+    }
+}
+
+impl Node {
+    pub fn new(settings: Settings, identity: Identity, policy: Policy, runtime: Runtime, metrics: NodeMetrics) -> Self {
+        Self {
+            settings,
+            identity,
+            policy: ArcSwap::from_pointee(policy),
+            catalog: ArcSwap::from_pointee(Catalog::default()),
+            runtime,
+            sessions: Sessions::default(),
+            metrics,
+            in_flight: AtomicUsize::new(0),
+            draining: AtomicBool::new(false),
+            loaded_commit: Mutex::new(String::new()),
+        }
+    }
+
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy.load_full()
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.load_full()
+    }
+
+    /// Takes an in-flight slot, or `None` when the node is at its cap.
+    pub fn try_slot(self: &Arc<Self>) -> Option<Slot> {
+        let cap = self.settings.in_flight_cap;
+        self.in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < cap).then_some(n + 1))
+            .ok()?;
+        self.metrics.in_flight.inc();
+        Some(Slot { node: self.clone() })
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// Ready = the runtime serves a loaded snapshot and the node is not draining.
+    pub fn is_ready(&self) -> bool {
+        !self.is_draining() && self.runtime.is_ready()
+    }
+
+    pub fn loaded_commit(&self) -> String {
+        self.loaded_commit.lock().clone()
+    }
+
+    /// Installs a new package report (after a reload or a runtime restart).
+    pub fn set_report(&self, report: Arc<Report>, commit: Option<&str>) {
+        if let Some(commit) = commit {
+            *self.loaded_commit.lock() = commit.to_owned();
+        }
+        let before = self.catalog();
+        self.catalog.store(Arc::new(Catalog::new(report)));
+        self.announce_changes(&before, &self.policy());
+    }
+
+    /// Applies a new policy live; open sessions hear about lists that changed.
+    pub fn set_policy(&self, policy: Policy) {
+        let before = self.policy();
+        self.policy.store(Arc::new(policy));
+        self.announce_changes(&self.catalog(), &before);
+    }
+
+    /// Compares what callers could see before with what they see now, and sends the
+    /// matching `notifications/*/list_changed` to every open session.
+    fn announce_changes(&self, catalog_before: &Catalog, policy_before: &Policy) {
+        let catalog = self.catalog();
+        let policy = self.policy();
+        let changes = [
+            (Kind::Tools, "notifications/tools/list_changed"),
+            (Kind::Prompts, "notifications/prompts/list_changed"),
+            (Kind::Resources, "notifications/resources/list_changed"),
+        ];
+        for (kind, method) in changes {
+            let before: Vec<_> = catalog_before.visible(kind, policy_before).collect();
+            let now: Vec<_> = catalog.visible(kind, &policy).collect();
+            let templates_changed = kind == Kind::Resources
+                && !catalog_before
+                    .visible(Kind::ResourceTemplates, policy_before)
+                    .eq(catalog.visible(Kind::ResourceTemplates, &policy));
+            if before != now || templates_changed {
+                self.sessions.broadcast(sse_event(&jsonrpc::notification(method, None)));
+            }
+        }
+    }
+}

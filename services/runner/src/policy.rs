@@ -1,0 +1,162 @@
+//! What the node enforces on every request: MCP keys, the IP allow-list, allowed origins, and
+//! the blocked/disabled lists. Replaced atomically as a whole when the control plane pushes a
+//! new policy, so a request sees either the old one or the new one, never a mix.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The policy as configured (node config file, or `UpdatePolicy` from the control plane).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PolicyConfig {
+    /// Off only for fixtures such as the conformance run, which cannot send headers.
+    pub require_key: bool,
+    /// Lowercase hex SHA-256 of each valid MCP key.
+    pub key_hashes: Vec<String>,
+    /// CIDRs allowed to call; empty allows every source.
+    pub ip_allow: Vec<String>,
+    /// Peers whose `X-Forwarded-For` is believed (the edge, a load balancer).
+    pub trusted_proxies: Vec<String>,
+    /// Entries naming a package (all its tools, resources and prompts) or one tool.
+    pub blocked: Vec<String>,
+    /// Packages disabled on this zone.
+    pub disabled_packages: Vec<String>,
+    /// `Origin` values browsers may call from (besides same-origin).
+    pub allowed_origins: Vec<String>,
+    pub verbose: bool,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PolicyError {
+    #[error("`{0}` is not a CIDR (e.g. 10.0.0.0/8 or 2001:db8::/32)")]
+    BadCidr(String),
+    #[error("key hash `{0}` is not 64 hex characters (SHA-256)")]
+    BadKeyHash(String),
+}
+
+/// The compiled policy the request path reads.
+#[derive(Debug, Default)]
+pub struct Policy {
+    pub require_key: bool,
+    key_hashes: Vec<[u8; 32]>,
+    allow: Vec<IpNet>,
+    trusted_proxies: Vec<IpNet>,
+    blocked: HashSet<String>,
+    disabled: HashSet<String>,
+    allowed_origins: HashSet<String>,
+    pub verbose: bool,
+    pub source: PolicyConfig,
+}
+
+fn parse_nets(list: &[String]) -> Result<Vec<IpNet>, PolicyError> {
+    list.iter()
+        .map(|s| {
+            let s = s.trim();
+            s.parse::<IpNet>()
+                .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| PolicyError::BadCidr(s.to_owned()))
+        })
+        .collect()
+}
+
+impl Policy {
+    pub fn compile(config: PolicyConfig) -> Result<Self, PolicyError> {
+        let key_hashes = config
+            .key_hashes
+            .iter()
+            .map(|h| {
+                let bytes = hex::decode(h.trim()).map_err(|_| PolicyError::BadKeyHash(h.clone()))?;
+                bytes.try_into().map_err(|_| PolicyError::BadKeyHash(h.clone()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            require_key: config.require_key,
+            key_hashes,
+            allow: parse_nets(&config.ip_allow)?,
+            trusted_proxies: parse_nets(&config.trusted_proxies)?,
+            blocked: config.blocked.iter().map(|s| s.trim().to_owned()).collect(),
+            disabled: config.disabled_packages.iter().map(|s| s.trim().to_owned()).collect(),
+            allowed_origins: config.allowed_origins.iter().map(|s| s.trim_end_matches('/').to_owned()).collect(),
+            verbose: config.verbose,
+            source: config,
+        })
+    }
+
+    /// Whether `Authorization: Bearer <key>` names a valid key (constant-time per hash).
+    pub fn key_ok(&self, authorization: Option<&str>) -> bool {
+        if !self.require_key {
+            return true;
+        }
+        let Some(key) = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) else {
+            return false;
+        };
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        self.key_hashes.iter().fold(false, |found, h| found | bool::from(h.ct_eq(&digest)))
+    }
+
+    /// The caller's address: the socket peer, or — only when the peer is a trusted proxy —
+    /// the right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
+    pub fn client_ip(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
+        let peer = canonical(peer);
+        if !self.trusted_proxies.iter().any(|n| n.contains(&peer)) {
+            return peer;
+        }
+        let Some(header) = forwarded_for else { return peer };
+        let mut client = peer;
+        for hop in header.rsplit(',') {
+            let Ok(ip) = hop.trim().parse::<IpAddr>() else { break };
+            client = canonical(ip);
+            if !self.trusted_proxies.iter().any(|n| n.contains(&client)) {
+                break;
+            }
+        }
+        client
+    }
+
+    pub fn ip_ok(&self, client: IpAddr) -> bool {
+        self.allow.is_empty() || self.allow.iter().any(|n| n.contains(&canonical(client)))
+    }
+
+    /// Browsers send `Origin`; anything not same-origin or explicitly allowed is refused
+    /// (DNS-rebinding protection). Non-browser clients send none.
+    pub fn origin_ok(&self, origin: Option<&str>, host: Option<&str>) -> bool {
+        let Some(origin) = origin else { return true };
+        let origin = origin.trim_end_matches('/');
+        if self.allowed_origins.contains(origin) {
+            return true;
+        }
+        let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+        host.is_some_and(|h| h.eq_ignore_ascii_case(origin_host))
+    }
+
+    /// Whether the package is blocked on the environment or disabled on this zone.
+    pub fn package_hidden(&self, package: &str) -> bool {
+        self.blocked.contains(package) || self.disabled.contains(package)
+    }
+
+    /// Whether a tool is hidden: its package is, or the tool itself is blocked.
+    pub fn tool_hidden(&self, package: &str, tool: &str) -> bool {
+        self.package_hidden(package) || self.blocked.contains(tool)
+    }
+}
+
+/// IPv4-mapped IPv6 peers (dual-stack sockets) are matched as IPv4.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The hash stored for a key: lowercase hex SHA-256.
+pub fn hash_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests;

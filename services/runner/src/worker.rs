@@ -1,0 +1,273 @@
+//! Assembles a node from its config and runs it until it is told to stop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::routing::get;
+use ramen_blob::{BlobStore, LocalDirStore, S3Settings, S3Store};
+use ramen_lifecycle::{Health, HealthCheck, TaskCenter, admin_router, serve_http};
+use ramen_telemetry::Metrics;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::NodeConfig;
+use crate::metrics::NodeMetrics;
+use crate::node::{Identity, Node, Settings};
+use crate::policy::Policy;
+use crate::reload::{Reloaded, Reloader, Workdir};
+use crate::runtime::{Runtime, RuntimeSpec, RuntimeState};
+use crate::{SnapshotRef, drain};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("invalid node config: {0}")]
+    Config(String),
+    #[error("cannot prepare the working directory: {0}")]
+    Workdir(std::io::Error),
+    #[error("blob store: {0}")]
+    Blob(#[from] ramen_blob::BlobError),
+    #[error("{0}")]
+    Listen(std::io::Error),
+}
+
+/// A running node. Tests start one in-process; `ramen worker` runs one per process.
+pub struct Worker {
+    pub node: Arc<Node>,
+    pub mcp_addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    pub health: Health,
+    pub config: NodeConfig,
+    reloader: Arc<Reloader>,
+    tasks: TaskCenter,
+    stop: CancellationToken,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+struct RuntimeReady(Arc<Node>);
+
+#[async_trait::async_trait]
+impl HealthCheck for RuntimeReady {
+    fn name(&self) -> &str {
+        "runtime"
+    }
+    async fn check(&self) -> Result<(), String> {
+        match self.0.runtime.state() {
+            RuntimeState::Ready(_) => Ok(()),
+            RuntimeState::Idle => Err("no snapshot loaded yet".into()),
+            RuntimeState::Starting => Err("starting".into()),
+            RuntimeState::Failed(reason) => Err(reason),
+        }
+    }
+}
+
+impl Worker {
+    pub async fn start(config: NodeConfig, metrics: Metrics) -> Result<Self, WorkerError> {
+        config.validate().map_err(WorkerError::Config)?;
+        let workdir = Workdir { root: config.workdir.clone() };
+        std::fs::create_dir_all(&workdir.root).map_err(WorkerError::Workdir)?;
+        workdir.install_runtime().map_err(WorkerError::Workdir)?;
+
+        let stop = CancellationToken::new();
+        let tasks = TaskCenter::new(&stop);
+        let node_metrics = NodeMetrics::register(&metrics);
+        let runtime = Runtime::start(
+            RuntimeSpec {
+                python: workdir.python(),
+                runtime_dir: workdir.runtime_dir(),
+                namespace: config.namespace,
+                ready_timeout: config.ready_timeout,
+            },
+            node_metrics.runtime_restarts.clone(),
+            stop.child_token(),
+        );
+        let policy = Policy::compile(config.policy.clone()).map_err(|e| WorkerError::Config(e.to_string()))?;
+        let node = Arc::new(Node::new(settings(&config), identity(&config), policy, runtime, node_metrics));
+        let blob = open_blob(&config).await?;
+        let reloader = Arc::new(Reloader {
+            workdir,
+            blob,
+            python: config.python.clone(),
+            site_packages: config.site_packages.clone(),
+            pip_args: config.pip_args.clone(),
+        });
+
+        let health = Health::default();
+        health.add(RuntimeReady(node.clone()));
+        let mcp = crate::mcp::http::router(node.clone(), &config.mcp_path);
+        let (mcp_addr, mcp_server) = serve_http(config.listen, mcp, stop.child_token()).await.map_err(WorkerError::Listen)?;
+        let admin = admin_router(health.clone(), metrics)
+            .merge(axum::Router::new().route("/status", get(status)).with_state(node.clone()));
+        let (admin_addr, admin_server) = serve_http(config.admin, admin, stop.child_token()).await.map_err(WorkerError::Listen)?;
+
+        let worker = Self {
+            node,
+            mcp_addr,
+            admin_addr,
+            health,
+            config,
+            reloader,
+            tasks,
+            stop,
+            servers: vec![mcp_server, admin_server],
+        };
+        worker.spawn_background();
+        Ok(worker)
+    }
+
+    fn spawn_background(&self) {
+        let node = self.node.clone();
+        self.tasks.spawn("runtime-report-watch", move |token| follow_reports(node, token));
+        let node = self.node.clone();
+        self.tasks.spawn("session-expiry", move |token| expire_sessions(node, token));
+        if let Some(snapshot) = self.config.snapshot.clone() {
+            let worker_reloader = self.reloader.clone();
+            let node = self.node.clone();
+            let env = self.env();
+            self.tasks.spawn("initial-load", move |_token| async move {
+                if let Err(err) = reload_into(&node, &worker_reloader, &snapshot, env).await {
+                    tracing::error!(%err, commit = %snapshot.commit, "loading the configured snapshot failed");
+                }
+            });
+        }
+    }
+
+    fn env(&self) -> Vec<(String, String)> {
+        self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Loads a snapshot (the admin `Reload`).
+    pub async fn reload(&self, snapshot: &SnapshotRef) -> Result<Reloaded, crate::reload::ReloadError> {
+        reload_into(&self.node, &self.reloader, snapshot, self.env()).await
+    }
+
+    /// Drains per the config, then stops the servers and the runtime.
+    pub async fn shutdown(self) {
+        drain::drain(&self.node, &self.health, self.config.drain_mode, self.config.drain_timeout).await;
+        self.stop_now().await;
+    }
+
+    /// Stops without draining (tests, and after a drain).
+    pub async fn stop_now(self) {
+        for id in self.node.sessions.ids() {
+            self.node.sessions.remove(&id);
+        }
+        self.stop.cancel();
+        if let Err(err) = self.tasks.shutdown(Duration::from_secs(5)).await {
+            tracing::warn!(%err, "background tasks did not stop in time");
+        }
+        for server in self.servers {
+            if tokio::time::timeout(Duration::from_secs(5), server).await.is_err() {
+                tracing::warn!("an HTTP server did not stop within 5s");
+            }
+        }
+        // Give the runtime supervisor a moment to take its child down.
+        let mut state = self.node.runtime.watch();
+        let _ = tokio::time::timeout(Duration::from_secs(6), state.wait_for(|s| !matches!(s, RuntimeState::Ready(_)))).await;
+    }
+
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+}
+
+async fn reload_into(
+    node: &Arc<Node>,
+    reloader: &Reloader,
+    snapshot: &SnapshotRef,
+    env: Vec<(String, String)>,
+) -> Result<Reloaded, crate::reload::ReloadError> {
+    let reloaded = reloader.reload(&node.runtime, snapshot, env).await?;
+    node.set_report(reloaded.report.clone(), Some(&snapshot.commit));
+    Ok(reloaded)
+}
+
+/// A runtime that restarted after a crash comes back with a fresh report; install it.
+async fn follow_reports(node: Arc<Node>, token: CancellationToken) {
+    let mut state = node.runtime.watch();
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            changed = state.changed() => if changed.is_err() { return },
+        }
+        let report = match &*state.borrow_and_update() {
+            RuntimeState::Ready(report) => report.clone(),
+            _ => continue,
+        };
+        node.set_report(report, None);
+    }
+}
+
+async fn expire_sessions(node: Arc<Node>, token: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tick.tick() => {
+                let expired = node.sessions.expire(node.settings.session_idle);
+                if expired > 0 {
+                    tracing::debug!(expired, "idle sessions expired");
+                    node.metrics.sessions.set(node.sessions.len() as i64);
+                }
+            }
+        }
+    }
+}
+
+async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
+    Json(node.status())
+}
+
+fn settings(config: &NodeConfig) -> Settings {
+    Settings {
+        in_flight_cap: config.in_flight_cap,
+        max_body_bytes: config.max_body_bytes,
+        max_sessions: config.max_sessions,
+        session_idle: config.session_idle,
+        ..Settings::default()
+    }
+}
+
+fn identity(config: &NodeConfig) -> Identity {
+    Identity {
+        node_id: config.node_id.clone(),
+        group: config.group.clone(),
+        zone: config.zone.clone(),
+        track: config.track.clone(),
+    }
+}
+
+async fn open_blob(config: &NodeConfig) -> Result<Arc<dyn BlobStore>, WorkerError> {
+    if let Some(s3) = &config.blob.s3 {
+        return Ok(Arc::new(S3Store::connect(S3Settings::from_config(s3)).await?));
+    }
+    let dir = config.blob.dir.clone().unwrap_or_else(|| config.workdir.join("blobs"));
+    Ok(Arc::new(LocalDirStore::open(dir)?))
+}
+
+impl Node {
+    /// What `/status` and the load reports say about this node.
+    pub fn status(&self) -> serde_json::Value {
+        let runtime = match self.runtime.state() {
+            RuntimeState::Idle => "idle".to_owned(),
+            RuntimeState::Starting => "starting".to_owned(),
+            RuntimeState::Ready(_) => "ready".to_owned(),
+            RuntimeState::Failed(reason) => format!("failed: {reason}"),
+        };
+        json!({
+            "node_id": self.identity.node_id,
+            "group": self.identity.group,
+            "zone": self.identity.zone,
+            "track": self.identity.track,
+            "in_flight": self.in_flight(),
+            "cap": self.settings.in_flight_cap,
+            "ready": self.is_ready(),
+            "draining": self.is_draining(),
+            "loaded_commit": self.loaded_commit(),
+            "runtime": runtime,
+            "sessions": self.sessions.len(),
+        })
+    }
+}
