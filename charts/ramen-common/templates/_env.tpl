@@ -1,0 +1,69 @@
+{{/*
+The RAMEN_* environment of a service, from global.config (shared) and the subchart's own
+values. Key names follow libs/config: flat aliases (RAMEN_NATS_URL, RAMEN_MONGO_DB, ...) where
+the runbook names them, `__` nesting for the rest (RAMEN_LISTEN__API, RAMEN_DRAIN__MODE).
+A knob left empty is not rendered, so the binary's default (libs/config/src/model.rs) applies.
+Numbers go through int64 so large ones never render in exponent form.
+*/}}
+{{- define "ramen.env" -}}
+{{- $c := .Values.global.config -}}
+{{- $ports := .Values.global.ports -}}
+{{- $env := dict -}}
+{{- $_ := set $env "RAMEN_MODE" "cloud" -}}
+{{- $_ := set $env "RAMEN_LOG_FORMAT" ($c.logFormat | default "json") -}}
+{{- $_ := set $env "RAMEN_LOG_LEVEL" ($c.logLevel | default "info") -}}
+{{- $_ := set $env "RAMEN_DATA_DIR" "/var/lib/ramen" -}}
+{{- /* Every pod binds its own service's port on all interfaces; the others stay unused. */ -}}
+{{- range $key, $svc := dict "API" "api-gateway" "AUTH" "auth" "DEPLOYER" "deployer" "ZONE_MANAGER" "zone-manager" "REBALANCER" "rebalancer" "ADMIN" "admin" -}}
+{{- $_ := set $env (printf "RAMEN_LISTEN__%s" $key) (printf "0.0.0.0:%d" (int (index $ports $svc))) -}}
+{{- end -}}
+{{- range $key, $svc := dict "AUTH" "auth" "DEPLOYER" "deployer" "ZONE_MANAGER" "zone-manager" "REBALANCER" "rebalancer" -}}
+{{- $host := include "ramen.serviceHost" (dict "ctx" $ "service" $svc) -}}
+{{- $_ := set $env (printf "RAMEN_ENDPOINTS__%s" $key) (printf "http://%s:%d" $host (int (index $ports $svc))) -}}
+{{- end -}}
+{{- $_ := set $env "RAMEN_NATS_URL" (include "ramen.nats.url" .) -}}
+{{- $n := $c.nats -}}
+{{- range $key, $var := dict "stream" "RAMEN_NATS_STREAM" "kvBucket" "RAMEN_NATS_KV_BUCKET" "dlqStream" "RAMEN_NATS_DLQ_STREAM" "eventsStream" "RAMEN_NATS__EVENTS_STREAM" "ackWait" "RAMEN_NATS_ACK_WAIT" "maxAge" "RAMEN_NATS_MAX_AGE" "dlqMaxAge" "RAMEN_NATS_DLQ_MAX_AGE" -}}
+{{- with index $n $key }}{{ $_ := set $env $var (toString .) }}{{ end -}}
+{{- end -}}
+{{- range $key, $var := dict "maxAckPending" "RAMEN_NATS_MAX_ACK_PENDING" "maxDeliver" "RAMEN_NATS_MAX_DELIVER" "maxPayload" "RAMEN_NATS_MAX_PAYLOAD" -}}
+{{- with index $n $key }}{{ $_ := set $env $var (printf "%d" (int64 .)) }}{{ end -}}
+{{- end -}}
+{{- with $c.mongo.uri }}{{ $_ := set $env "RAMEN_MONGO_URI" (tpl . $) }}{{ end -}}
+{{- with $c.mongo.db }}{{ $_ := set $env "RAMEN_MONGO_DB" . }}{{ end -}}
+{{- with $c.s3.bucket }}{{ $_ := set $env "RAMEN_S3_BUCKET" (tpl . $) }}{{ end -}}
+{{- with $c.s3.endpoint }}{{ $_ := set $env "RAMEN_S3_ENDPOINT" (tpl . $) }}{{ end -}}
+{{- with $c.s3.region }}{{ $_ := set $env "RAMEN_S3_REGION" . }}{{ end -}}
+{{- if kindIs "bool" $c.s3.forcePathStyle }}{{ $_ := set $env "RAMEN_S3__FORCE_PATH_STYLE" (toString $c.s3.forcePathStyle) }}{{ end -}}
+{{- with $c.redis.url }}{{ $_ := set $env "RAMEN_REDIS_URL" (tpl . $) }}{{ end -}}
+{{- with $c.redis.sentinelAddrs }}{{ $_ := set $env "RAMEN_REDIS_SENTINEL_ADDRS" (tpl . $) }}{{ end -}}
+{{- with $c.redis.masterName }}{{ $_ := set $env "RAMEN_REDIS_MASTER_NAME" . }}{{ end -}}
+{{- with $c.redis.timeout }}{{ $_ := set $env "RAMEN_REDIS__TIMEOUT" (toString .) }}{{ end -}}
+{{- $_ := set $env "RAMEN_DRAIN__MODE" (include "ramen.drainMode" .) -}}
+{{- $_ := set $env "RAMEN_DRAIN__TIMEOUT" (printf "%ss" (include "ramen.drainTimeoutSeconds" .)) -}}
+{{- $_ := set $env "OTEL_SERVICE_NAME" (printf "ramen-%s" .Chart.Name) -}}
+{{- range $k, $v := $c.extraEnv }}{{ $_ := set $env $k (toString $v) }}{{ end -}}
+{{- range $k, $v := .Values.extraEnv }}{{ $_ := set $env $k (toString $v) }}{{ end -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- range $k, $v := $env }}
+- name: {{ $k }}
+  value: {{ $v | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Secrets as whole env files: their keys are the variable names (RAMEN_JWT_SECRET, ...). */}}
+{{- define "ramen.envFrom" -}}
+- secretRef:
+    name: {{ include "ramen.authSecretName" . }}
+{{- with include "ramen.backendsSecretName" . }}
+- secretRef:
+    name: {{ . }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,25 @@
+{{/* The JetStream client URL (required in cloud mode; may use template syntax, e.g. the release name). */}}
+{{- define "ramen.nats.url" -}}
+{{- $url := required "global.config.nats.url is required: the JetStream client URL (nats://host:4222); values-dev.yaml points it at the bundled NATS" .Values.global.config.nats.url -}}
+{{- tpl $url . -}}
+{{- end -}}
+
+{{/*
+The NATS monitoring endpoint (host:port serving /jsz) for KEDA's JetStream scaler, which
+scrapes the monitoring port, not the client URL:
+  1. global.config.nats.monitoringEndpoint when set, else
+  2. <release>-nats:8222 when the client URL points at the bundled NATS (<release>-nats), else
+  3. the render fails, naming the value to set.
+*/}}
+{{- define "ramen.nats.monitoringEndpoint" -}}
+{{- $n := .Values.global.config.nats -}}
+{{- $bundled := printf "%s-nats" .Release.Name -}}
+{{- $host := regexReplaceAll "^[a-z]+://([^@/]*@)?([^:/,]+).*$" (include "ramen.nats.url" .) "${2}" -}}
+{{- if $n.monitoringEndpoint -}}
+{{- tpl $n.monitoringEndpoint . -}}
+{{- else if or (eq $host $bundled) (hasPrefix (printf "%s." $bundled) $host) -}}
+{{- printf "%s:8222" $bundled -}}
+{{- else -}}
+{{- fail "global.config.nats.monitoringEndpoint is required for KEDA with an external NATS: host:port of its monitoring listener (e.g. nats.shared:8222), which serves /jsz" -}}
+{{- end -}}
+{{- end -}}
