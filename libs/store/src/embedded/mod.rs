@@ -1,0 +1,158 @@
+//! The embedded adapter: one redb database file in a directory, durable on local disk. redb
+//! is synchronous, so every call runs on tokio's blocking pool.
+
+mod eval;
+mod read;
+mod schema;
+mod tables;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::Database;
+use serde_json::Value;
+
+use crate::validate::{check_collection, check_document, check_id};
+use crate::{CollectionSpec, DocumentStore, Filter, Query, StoreError, Stored};
+
+/// The database file inside the store directory.
+pub const FILE_NAME: &str = "ramen-store.redb";
+
+/// The embedded store. Cheap to clone; the file stays open (and locked against a second
+/// opener) until the last clone is dropped.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedStore").field("path", &self.path).finish()
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the store in `dir`.
+    pub async fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let dir = dir.as_ref().to_owned();
+        let path = dir.join(FILE_NAME);
+        let file = path.clone();
+        let db = tokio::task::spawn_blocking(move || -> Result<Database, StoreError> {
+            std::fs::create_dir_all(&dir)?;
+            Ok(Database::create(&file)?)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(format!("opening the store panicked: {e}")))??;
+        tracing::debug!(path = %path.display(), "embedded store open");
+        Ok(Self { db: Arc::new(db), path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `work` on the blocking pool with the database.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let db = Arc::clone(&self.db);
+        tokio::task::spawn_blocking(move || work(&db))
+            .await
+            .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+    }
+}
+
+fn owned(coll: &str, id: &str) -> Result<(String, String), StoreError> {
+    check_collection(coll)?;
+    check_id(id)?;
+    Ok((coll.to_owned(), id.to_owned()))
+}
+
+fn owned_doc(coll: &str, id: &str, doc: &Value) -> Result<(String, String, Value), StoreError> {
+    check_document(doc)?;
+    let (coll, id) = owned(coll, id)?;
+    Ok((coll, id, doc.clone()))
+}
+
+#[async_trait]
+impl DocumentStore for EmbeddedStore {
+    async fn ensure_collection(&self, spec: &CollectionSpec) -> Result<(), StoreError> {
+        spec.validate()?;
+        let spec = spec.clone();
+        self.blocking(move |db| schema::ensure_collection(db, &spec)).await
+    }
+
+    async fn insert(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
+        let (coll, id, doc) = owned_doc(coll, id, doc)?;
+        self.blocking(move |db| write::insert(db, &coll, &id, &doc)).await
+    }
+
+    async fn get(&self, coll: &str, id: &str) -> Result<Option<Stored>, StoreError> {
+        let (coll, id) = owned(coll, id)?;
+        self.blocking(move |db| read::get(db, &coll, &id)).await
+    }
+
+    async fn update(
+        &self,
+        coll: &str,
+        id: &str,
+        expected: u64,
+        doc: &Value,
+    ) -> Result<u64, StoreError> {
+        let (coll, id, doc) = owned_doc(coll, id, doc)?;
+        self.blocking(move |db| write::update(db, &coll, &id, expected, &doc)).await
+    }
+
+    async fn put(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
+        let (coll, id, doc) = owned_doc(coll, id, doc)?;
+        self.blocking(move |db| write::put(db, &coll, &id, &doc)).await
+    }
+
+    async fn delete(
+        &self,
+        coll: &str,
+        id: &str,
+        expected: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        let (coll, id) = owned(coll, id)?;
+        self.blocking(move |db| write::delete(db, &coll, &id, expected)).await
+    }
+
+    async fn find(&self, coll: &str, query: &Query) -> Result<Vec<Stored>, StoreError> {
+        check_collection(coll)?;
+        query.validate()?;
+        let (coll, query) = (coll.to_owned(), query.clone());
+        self.blocking(move |db| read::find(db, &coll, &query)).await
+    }
+
+    async fn count(&self, coll: &str, filter: &Filter) -> Result<u64, StoreError> {
+        check_collection(coll)?;
+        filter.validate()?;
+        let (coll, filter) = (coll.to_owned(), filter.clone());
+        self.blocking(move |db| read::count(db, &coll, &filter)).await
+    }
+
+    async fn delete_many(&self, coll: &str, filter: &Filter) -> Result<u64, StoreError> {
+        check_collection(coll)?;
+        filter.validate()?;
+        let (coll, filter) = (coll.to_owned(), filter.clone());
+        self.blocking(move |db| write::delete_many(db, &coll, &filter)).await
+    }
+
+    async fn collections(&self) -> Result<Vec<String>, StoreError> {
+        self.blocking(read::collections).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        // A read transaction proves the file is open and readable.
+        self.blocking(|db| {
+            redb::ReadableDatabase::begin_read(db)?;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -1,0 +1,113 @@
+//! How the embedded store lays collections out in redb tables:
+//! - `doc:<collection>`: id → 8-byte big-endian version followed by the document's JSON;
+//! - `uniq:<collection>:<index>`: canonical key of the indexed values → owning id;
+//! - `meta`: collection → its ensured indexes (JSON).
+//!
+//! Collection and index names cannot hold `:` (see `validate`), so names never collide.
+
+use redb::{ReadableTable, TableDefinition, TableError, WriteTransaction};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{IndexSpec, StoreError};
+
+pub(super) const DOC_PREFIX: &str = "doc:";
+pub(super) type DocTable<'a> = TableDefinition<'a, &'static str, &'static [u8]>;
+pub(super) type UniqueTable<'a> = TableDefinition<'a, &'static [u8], &'static str>;
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+pub(super) fn doc_table_name(coll: &str) -> String {
+    format!("{DOC_PREFIX}{coll}")
+}
+
+pub(super) fn unique_table_name(coll: &str, index: &str) -> String {
+    format!("uniq:{coll}:{index}")
+}
+
+/// The indexes ensured on one collection.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(super) struct CollectionMeta {
+    pub unique: Vec<IndexSpec>,
+    pub indexes: Vec<IndexSpec>,
+}
+
+pub(super) fn load_meta(txn: &WriteTransaction, coll: &str) -> Result<CollectionMeta, StoreError> {
+    let table = txn.open_table(META)?;
+    let Some(raw) = table.get(coll)? else {
+        return Ok(CollectionMeta::default());
+    };
+    serde_json::from_slice(raw.value())
+        .map_err(|e| StoreError::Corrupt(format!("index metadata of `{coll}`: {e}")))
+}
+
+pub(super) fn save_meta(
+    txn: &WriteTransaction,
+    coll: &str,
+    meta: &CollectionMeta,
+) -> Result<(), StoreError> {
+    let raw = serde_json::to_vec(meta).map_err(|e| StoreError::Backend(e.to_string()))?;
+    txn.open_table(META)?.insert(coll, raw.as_slice())?;
+    Ok(())
+}
+
+pub(super) fn encode(version: u64, doc: &Value) -> Result<Vec<u8>, StoreError> {
+    let mut out = version.to_be_bytes().to_vec();
+    serde_json::to_writer(&mut out, doc).map_err(|e| StoreError::InvalidDocument(e.to_string()))?;
+    Ok(out)
+}
+
+pub(super) fn decode(id: &str, raw: &[u8]) -> Result<(u64, Value), StoreError> {
+    let corrupt = |why: String| StoreError::Corrupt(format!("document `{id}`: {why}"));
+    let (head, body) = raw.split_at_checked(8).ok_or_else(|| corrupt("record too short".into()))?;
+    let version = u64::from_be_bytes(head.try_into().map_err(|_| corrupt("bad header".into()))?);
+    let doc = serde_json::from_slice(body).map_err(|e| corrupt(e.to_string()))?;
+    Ok((version, doc))
+}
+
+/// A missing table reads as an empty collection.
+pub(super) fn missing_is_empty<T>(result: Result<T, TableError>) -> Result<Option<T>, StoreError> {
+    match result {
+        Ok(t) => Ok(Some(t)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn from_redb(err: redb::Error) -> StoreError {
+    use redb::Error as E;
+    match err {
+        E::DatabaseAlreadyOpen => StoreError::Unavailable(
+            "the store's database file is already open (another ramen process, or another \
+             store in this one, uses the same directory)"
+                .into(),
+        ),
+        E::Io(e) => StoreError::Io(e),
+        E::ValueTooLarge(len) => StoreError::InvalidDocument(format!("{len} bytes is too large")),
+        E::Corrupted(_)
+        | E::TableTypeMismatch { .. }
+        | E::TypeDefinitionChanged { .. }
+        | E::TableIsMultimap(_)
+        | E::UpgradeRequired(_) => StoreError::Corrupt(err.to_string()),
+        E::PreviousIo | E::DatabaseClosed => StoreError::Unavailable(err.to_string()),
+        other => StoreError::Backend(other.to_string()),
+    }
+}
+
+macro_rules! from_redb_errors {
+    ($($ty:ty),*) => {$(
+        impl From<$ty> for StoreError {
+            fn from(err: $ty) -> Self {
+                from_redb(err.into())
+            }
+        }
+    )*};
+}
+
+from_redb_errors!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);

@@ -1,0 +1,172 @@
+//! The MongoDB adapter: one database, the caller's collection names, `_id` = the document id
+//! and `_v` = its version, checked in the filter of every conditional write.
+
+mod convert;
+mod error;
+mod writes;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use mongodb::bson::{Document, doc};
+use mongodb::options::IndexOptions;
+use mongodb::{Client, Database, IndexModel};
+use serde_json::Value;
+
+use crate::validate::{check_collection, check_document, check_id};
+use crate::{CollectionSpec, DocumentStore, Filter, IndexSpec, Query, StoreError, Stored};
+use convert::{ID, filter_doc, from_document, sort_doc};
+
+/// The MongoDB store. Cheap to clone (the driver's client is a shared pool).
+#[derive(Clone, Debug)]
+pub struct MongoStore {
+    db: Database,
+}
+
+impl MongoStore {
+    /// Connects lazily: the URI is parsed now, the server is first reached by the first call
+    /// (use `ping` to check it).
+    pub async fn connect(uri: &str, db: &str) -> Result<Self, StoreError> {
+        // MongoDB's own rules for database names, checked here for a clear message.
+        if db.is_empty() || db.len() > 63 || db.contains(['/', '\\', '.', ' ', '"', '$', '\0']) {
+            return Err(StoreError::InvalidName {
+                what: "database",
+                reason: format!("`{db}` must be 1 to 63 bytes without / \\ . space \" $ or NUL"),
+            });
+        }
+        let client = Client::with_uri_str(uri).await.map_err(error::map)?;
+        Ok(Self { db: client.database(db) })
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn coll(&self, name: &str) -> Result<mongodb::Collection<Document>, StoreError> {
+        check_collection(name)?;
+        Ok(self.db.collection(name))
+    }
+
+    async fn create_index(
+        &self,
+        coll: &mongodb::Collection<Document>,
+        index: &IndexSpec,
+        unique: bool,
+    ) -> Result<(), StoreError> {
+        let (keys, present) = convert::index_keys(index);
+        let mut options = IndexOptions::builder().name(index.name.clone()).build();
+        if unique {
+            options.unique = Some(true);
+            options.partial_filter_expression = Some(present);
+        }
+        let model = IndexModel::builder().keys(keys).options(options).build();
+        coll.create_index(model)
+            .await
+            .map(drop)
+            .map_err(|e| error::map_index(e, coll.name(), &index.name))
+    }
+}
+
+#[async_trait]
+impl DocumentStore for MongoStore {
+    async fn ensure_collection(&self, spec: &CollectionSpec) -> Result<(), StoreError> {
+        spec.validate()?;
+        match self.db.create_collection(&spec.name).await {
+            Ok(()) => {}
+            Err(e)
+                if error::server_error(&e).is_some_and(|(c, _)| c == error::NAMESPACE_EXISTS) => {}
+            Err(e) => return Err(error::map(e)),
+        }
+        let coll = self.coll(&spec.name)?;
+        // One index per call, so a failure names the index that failed.
+        for index in &spec.unique {
+            self.create_index(&coll, index, true).await?;
+        }
+        for index in &spec.indexes {
+            self.create_index(&coll, index, false).await?;
+        }
+        Ok(())
+    }
+
+    async fn insert(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
+        check_document(doc)?;
+        check_id(id)?;
+        writes::insert(&self.coll(coll)?, id, doc).await
+    }
+
+    async fn get(&self, coll: &str, id: &str) -> Result<Option<Stored>, StoreError> {
+        check_id(id)?;
+        let found = self.coll(coll)?.find_one(doc! { ID: id }).await.map_err(error::map)?;
+        found.map(from_document).transpose()
+    }
+
+    async fn update(
+        &self,
+        coll: &str,
+        id: &str,
+        expected: u64,
+        doc: &Value,
+    ) -> Result<u64, StoreError> {
+        check_document(doc)?;
+        check_id(id)?;
+        writes::update(&self.coll(coll)?, id, expected, doc).await
+    }
+
+    async fn put(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
+        check_document(doc)?;
+        check_id(id)?;
+        writes::put(&self.coll(coll)?, id, doc).await
+    }
+
+    async fn delete(
+        &self,
+        coll: &str,
+        id: &str,
+        expected: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        check_id(id)?;
+        writes::delete(&self.coll(coll)?, id, expected).await
+    }
+
+    async fn find(&self, coll: &str, query: &Query) -> Result<Vec<Stored>, StoreError> {
+        query.validate()?;
+        let coll = self.coll(coll)?;
+        // MongoDB reads limit 0 as "no limit".
+        if query.limit == Some(0) {
+            return Ok(Vec::new());
+        }
+        let mut find = coll.find(filter_doc(&query.filter)).sort(sort_doc(&query.sort));
+        if query.skip > 0 {
+            find = find.skip(query.skip);
+        }
+        if let Some(limit) = query.limit {
+            find = find.limit(i64::try_from(limit).unwrap_or(i64::MAX));
+        }
+        let docs: Vec<Document> =
+            find.await.map_err(error::map)?.try_collect().await.map_err(error::map)?;
+        docs.into_iter().map(from_document).collect()
+    }
+
+    async fn count(&self, coll: &str, filter: &Filter) -> Result<u64, StoreError> {
+        filter.validate()?;
+        let coll = self.coll(coll)?;
+        coll.count_documents(filter_doc(filter)).await.map_err(error::map)
+    }
+
+    async fn delete_many(&self, coll: &str, filter: &Filter) -> Result<u64, StoreError> {
+        filter.validate()?;
+        let coll = self.coll(coll)?;
+        let result = coll.delete_many(filter_doc(filter)).await.map_err(error::map)?;
+        Ok(result.deleted_count)
+    }
+
+    async fn collections(&self) -> Result<Vec<String>, StoreError> {
+        let mut names = self.db.list_collection_names().await.map_err(error::map)?;
+        names.retain(|n| !n.starts_with("system."));
+        names.sort();
+        Ok(names)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.db.run_command(doc! { "ping": 1 }).await.map(drop).map_err(error::map)
+    }
+}

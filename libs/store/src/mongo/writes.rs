@@ -1,0 +1,91 @@
+//! Versioned single-document writes. Optimistic concurrency: a conditional write filters on
+//! `{_id, _v: expected}`; when it matches nothing, one read tells "missing" from "moved on".
+
+use mongodb::Collection;
+use mongodb::bson::{Document, doc};
+use serde_json::Value;
+
+use super::convert::{ID, VERSION, i64_version, to_document, version_of};
+use super::error::{map, map_write};
+use crate::StoreError;
+
+type Coll = Collection<Document>;
+
+/// How many times `put` re-reads after losing a race before giving up as `Unavailable`.
+const PUT_ATTEMPTS: usize = 32;
+
+async fn current_version(coll: &Coll, id: &str) -> Result<Option<u64>, StoreError> {
+    let projection = doc! { VERSION: 1 };
+    let found = coll.find_one(doc! { ID: id }).projection(projection).await.map_err(map)?;
+    found.as_ref().map(version_of).transpose()
+}
+
+pub(super) async fn insert(coll: &Coll, id: &str, doc: &Value) -> Result<u64, StoreError> {
+    coll.insert_one(to_document(id, 1, doc)).await.map_err(|e| map_write(e, coll.name(), id))?;
+    Ok(1)
+}
+
+pub(super) async fn update(
+    coll: &Coll,
+    id: &str,
+    expected: u64,
+    doc: &Value,
+) -> Result<u64, StoreError> {
+    let next = expected
+        .checked_add(1)
+        .ok_or_else(|| StoreError::conflict(coll.name(), id, expected, 0))?;
+    let filter = doc! { ID: id, VERSION: i64_version(expected) };
+    let result = coll
+        .replace_one(filter, to_document(id, next, doc))
+        .await
+        .map_err(|e| map_write(e, coll.name(), id))?;
+    if result.matched_count == 1 {
+        return Ok(next);
+    }
+    match current_version(coll, id).await? {
+        None => Err(StoreError::not_found(coll.name(), id)),
+        Some(actual) => Err(StoreError::conflict(coll.name(), id, expected, actual)),
+    }
+}
+
+/// An upsert that still bumps the version: insert when missing, else a conditional replace
+/// of the version just read; a concurrent writer makes it read again.
+pub(super) async fn put(coll: &Coll, id: &str, doc: &Value) -> Result<u64, StoreError> {
+    for _ in 0..PUT_ATTEMPTS {
+        let attempt = match current_version(coll, id).await? {
+            None => insert(coll, id, doc).await,
+            Some(version) => update(coll, id, version, doc).await,
+        };
+        match attempt {
+            Err(StoreError::AlreadyExists { .. })
+            | Err(StoreError::VersionConflict { .. })
+            | Err(StoreError::NotFound { .. }) => continue,
+            other => return other,
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "put {}/{id}: lost the race to concurrent writers {PUT_ATTEMPTS} times",
+        coll.name()
+    )))
+}
+
+pub(super) async fn delete(
+    coll: &Coll,
+    id: &str,
+    expected: Option<u64>,
+) -> Result<bool, StoreError> {
+    let mut filter = doc! { ID: id };
+    if let Some(expected) = expected {
+        filter.insert(VERSION, i64_version(expected));
+    }
+    let result = coll.delete_one(filter).await.map_err(map)?;
+    if result.deleted_count == 1 {
+        return Ok(true);
+    }
+    match (expected, current_version(coll, id).await?) {
+        (Some(expected), Some(actual)) => {
+            Err(StoreError::conflict(coll.name(), id, expected, actual))
+        }
+        _ => Ok(false),
+    }
+}
