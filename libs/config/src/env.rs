@@ -36,6 +36,8 @@ pub const ALIASES: &[(&str, &str)] = &[
 ];
 
 /// `RAMEN_*` variables, except the test harness's own `RAMEN_TEST_*` and `RAMEN_CONFIG`.
+// A closure, not `map_key` itself: `Env::map` needs the higher-ranked signature it infers.
+#[allow(clippy::redundant_closure)]
 pub(crate) fn provider() -> Env {
     Env::prefixed("RAMEN_")
         .filter(|key| !key.as_str().starts_with("test_") && key.as_str() != "config")

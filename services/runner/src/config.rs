@@ -39,6 +39,8 @@ pub struct NodeConfig {
     pub namespace: bool,
     pub in_flight_cap: usize,
     pub max_body_bytes: usize,
+    /// Items per page of `tools/list`, `resources/list`, … (clients follow `nextCursor`).
+    pub page_size: usize,
     pub max_sessions: usize,
     #[serde(with = "humantime_serde")]
     pub session_idle: Duration,
@@ -77,6 +79,7 @@ impl Default for NodeConfig {
             namespace: true,
             in_flight_cap: 64,
             max_body_bytes: 4 * 1024 * 1024,
+            page_size: 100,
             max_sessions: 10_000,
             session_idle: Duration::from_secs(30 * 60),
             ready_timeout: Duration::from_secs(120),
@@ -134,6 +137,9 @@ impl NodeConfig {
         }
         if self.in_flight_cap == 0 {
             return Err("`in_flight_cap` must be at least 1".into());
+        }
+        if self.page_size == 0 {
+            return Err("`page_size` must be at least 1".into());
         }
         if !self.mcp_path.starts_with('/') {
             return Err(format!("`mcp_path` must start with `/`, not {:?}", self.mcp_path));

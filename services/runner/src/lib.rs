@@ -2,10 +2,12 @@
 //! lists and the in-flight cap, and drives one supervised Python runtime that runs the
 //! group's packages. See `docs/architecture.md` ("Data plane").
 
+pub mod admin;
 pub mod catalog;
 pub mod cli;
 pub mod config;
 mod drain;
+pub mod load;
 pub mod mcp;
 pub mod metrics;
 pub mod node;

@@ -14,6 +14,8 @@ use subtle::ConstantTimeEq;
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PolicyConfig {
+    /// Grows with every change pushed by the control plane; an older update is ignored.
+    pub version: u64,
     /// Off only for fixtures such as the conformance run, which cannot send headers.
     pub require_key: bool,
     /// Lowercase hex SHA-256 of each valid MCP key.

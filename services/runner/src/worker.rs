@@ -17,9 +17,11 @@ use crate::config::NodeConfig;
 use crate::metrics::NodeMetrics;
 use crate::node::{Identity, Node, Settings};
 use crate::policy::Policy;
+use crate::admin::Control;
 use crate::reload::{Reloaded, Reloader, Workdir};
+use crate::SnapshotRef;
 use crate::runtime::{Runtime, RuntimeSpec, RuntimeState};
-use crate::{SnapshotRef, drain};
+use crate::drain;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -38,9 +40,10 @@ pub struct Worker {
     pub node: Arc<Node>,
     pub mcp_addr: SocketAddr,
     pub admin_addr: SocketAddr,
+    pub grpc_addr: SocketAddr,
     pub health: Health,
     pub config: NodeConfig,
-    reloader: Arc<Reloader>,
+    control: Arc<Control>,
     tasks: TaskCenter,
     stop: CancellationToken,
     servers: Vec<tokio::task::JoinHandle<()>>,
@@ -102,16 +105,21 @@ impl Worker {
             .merge(axum::Router::new().route("/status", get(status)).with_state(node.clone()));
         let (admin_addr, admin_server) = serve_http(config.admin, admin, stop.child_token()).await.map_err(WorkerError::Listen)?;
 
+        let env = config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let control = Arc::new(Control::new(node.clone(), reloader, health.clone(), env, config.drain_timeout));
+        let (grpc_addr, grpc_server) = serve_grpc(config.grpc, control.clone(), stop.child_token()).await?;
+
         let worker = Self {
             node,
             mcp_addr,
             admin_addr,
+            grpc_addr,
             health,
             config,
-            reloader,
+            control,
             tasks,
             stop,
-            servers: vec![mcp_server, admin_server],
+            servers: vec![mcp_server, admin_server, grpc_server],
         };
         worker.spawn_background();
         Ok(worker)
@@ -123,24 +131,27 @@ impl Worker {
         let node = self.node.clone();
         self.tasks.spawn("session-expiry", move |token| expire_sessions(node, token));
         if let Some(snapshot) = self.config.snapshot.clone() {
-            let worker_reloader = self.reloader.clone();
-            let node = self.node.clone();
-            let env = self.env();
+            let control = self.control.clone();
             self.tasks.spawn("initial-load", move |_token| async move {
-                if let Err(err) = reload_into(&node, &worker_reloader, &snapshot, env).await {
+                if let Err(err) = control.reload(&snapshot).await {
                     tracing::error!(%err, commit = %snapshot.commit, "loading the configured snapshot failed");
                 }
             });
         }
+        if !self.config.nats_url.is_empty() {
+            let (node, url, interval) = (self.node.clone(), self.config.nats_url.clone(), self.config.load_report_interval);
+            self.tasks.spawn("load-reports", move |token| crate::load::run(node, url, interval, token));
+        }
     }
 
-    fn env(&self) -> Vec<(String, String)> {
-        self.config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-    }
-
-    /// Loads a snapshot (the admin `Reload`).
+    /// Loads a snapshot (what the admin `Reload` does).
     pub async fn reload(&self, snapshot: &SnapshotRef) -> Result<Reloaded, crate::reload::ReloadError> {
-        reload_into(&self.node, &self.reloader, snapshot, self.env()).await
+        self.control.reload(snapshot).await
+    }
+
+    /// Replaces the live policy (what the admin `UpdatePolicy` does).
+    pub fn update_policy(&self, policy: crate::PolicyConfig) -> Result<bool, crate::policy::PolicyError> {
+        self.control.update_policy(policy)
     }
 
     /// Drains per the config, then stops the servers and the runtime.
@@ -173,15 +184,26 @@ impl Worker {
     }
 }
 
-async fn reload_into(
-    node: &Arc<Node>,
-    reloader: &Reloader,
-    snapshot: &SnapshotRef,
-    env: Vec<(String, String)>,
-) -> Result<Reloaded, crate::reload::ReloadError> {
-    let reloaded = reloader.reload(&node.runtime, snapshot, env).await?;
-    node.set_report(reloaded.report.clone(), Some(&snapshot.commit));
-    Ok(reloaded)
+async fn serve_grpc(
+    addr: SocketAddr,
+    control: Arc<Control>,
+    stop: CancellationToken,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), WorkerError> {
+    use ramen_proto::runner::v1::runner_service_server::RunnerServiceServer;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| WorkerError::Listen(std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"))))?;
+    let bound = listener.local_addr().map_err(WorkerError::Listen)?;
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let server = tonic::transport::Server::builder()
+        .add_service(RunnerServiceServer::new(crate::admin::AdminService(control)))
+        .serve_with_incoming_shutdown(incoming, stop.cancelled_owned());
+    let handle = tokio::spawn(async move {
+        if let Err(err) = server.await {
+            tracing::error!(%err, "admin gRPC server failed");
+        }
+    });
+    Ok((bound, handle))
 }
 
 /// A runtime that restarted after a crash comes back with a fresh report; install it.
@@ -224,6 +246,7 @@ fn settings(config: &NodeConfig) -> Settings {
     Settings {
         in_flight_cap: config.in_flight_cap,
         max_body_bytes: config.max_body_bytes,
+        page_size: config.page_size,
         max_sessions: config.max_sessions,
         session_idle: config.session_idle,
         ..Settings::default()

@@ -1,0 +1,214 @@
+//! `RunnerService`, the node's admin gRPC API (control plane only): reload a snapshot, report
+//! status, drain, and replace the live policy.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use ramen_config::DrainMode;
+use ramen_lifecycle::Health;
+use ramen_proto::common::v1 as common;
+use ramen_proto::runner::v1::runner_service_server::RunnerService;
+use ramen_proto::runner::v1::{
+    DrainRequest, DrainResponse, NodeStatus, ReloadOutcome, ReloadRequest, ReloadResponse, StatusRequest,
+    UpdatePolicyRequest, UpdatePolicyResponse,
+};
+use tonic::{Request, Response, Status};
+
+use crate::config::SnapshotRef;
+use crate::node::Node;
+use crate::policy::{Policy, PolicyConfig};
+use crate::reload::{ReloadError, Reloaded, Reloader};
+use crate::runtime::{Report, RuntimeError};
+
+/// What the admin API acts on; shared with the worker that owns the servers.
+pub struct Control {
+    pub node: Arc<Node>,
+    pub reloader: Arc<Reloader>,
+    pub health: Health,
+    pub env: Vec<(String, String)>,
+    pub drain_timeout: Duration,
+    policy_version: AtomicU64,
+    started_at: SystemTime,
+}
+
+impl Control {
+    pub fn new(node: Arc<Node>, reloader: Arc<Reloader>, health: Health, env: Vec<(String, String)>, drain_timeout: Duration) -> Self {
+        let version = node.policy().source.version;
+        Self { node, reloader, health, env, drain_timeout, policy_version: AtomicU64::new(version), started_at: SystemTime::now() }
+    }
+
+    pub async fn reload(&self, snapshot: &SnapshotRef) -> Result<Reloaded, ReloadError> {
+        let reloaded = self.reloader.reload(&self.node.runtime, snapshot, self.env.clone()).await?;
+        self.node.set_report(reloaded.report.clone(), Some(&snapshot.commit));
+        Ok(reloaded)
+    }
+
+    /// Applies `update` unless it is older than the policy in force. The node-local parts
+    /// (key requirement, allowed origins, verbosity) stay as configured.
+    pub fn update_policy(&self, update: PolicyConfig) -> Result<bool, crate::policy::PolicyError> {
+        let current = self.node.policy();
+        if update.version < self.policy_version.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let merged = PolicyConfig {
+            require_key: current.source.require_key,
+            allowed_origins: current.source.allowed_origins.clone(),
+            verbose: current.source.verbose,
+            ..update
+        };
+        let version = merged.version;
+        self.node.set_policy(Policy::compile(merged)?);
+        self.policy_version.store(version, Ordering::SeqCst);
+        Ok(true)
+    }
+}
+
+/// The gRPC face of [`Control`].
+pub struct AdminService(pub Arc<Control>);
+
+#[tonic::async_trait]
+impl RunnerService for AdminService {
+    async fn reload(&self, request: Request<ReloadRequest>) -> Result<Response<ReloadResponse>, Status> {
+        let snapshot = request.into_inner().snapshot.ok_or_else(|| Status::invalid_argument("snapshot is required"))?;
+        let snapshot = SnapshotRef {
+            commit: snapshot.commit,
+            key: snapshot.location,
+            digest: snapshot.digest.trim_start_matches("sha256:").to_owned(),
+        };
+        let started = Instant::now();
+        let outcome = self.0.reload(&snapshot).await;
+        let took = prost_types::Duration::try_from(started.elapsed()).ok();
+        let loaded_commit = self.0.node.loaded_commit();
+        let response = match outcome {
+            Ok(reloaded) => ReloadResponse {
+                outcome: if reloaded.report.load_errors().is_empty() { ReloadOutcome::Ok } else { ReloadOutcome::PackageErrors } as i32,
+                loaded_commit,
+                packages: packages(&reloaded.report),
+                pip_ran: reloaded.pip_ran,
+                log: Vec::new(),
+                took,
+            },
+            Err(ReloadError::Pip { status, output }) => ReloadResponse {
+                outcome: ReloadOutcome::PipFailed as i32,
+                loaded_commit,
+                log: std::iter::once(format!("pip install -r requirements.txt failed ({status})")).chain(output.lines().map(str::to_owned)).collect(),
+                took,
+                ..Default::default()
+            },
+            Err(ReloadError::Runtime(RuntimeError::Start(reason))) => ReloadResponse {
+                outcome: ReloadOutcome::RuntimeFailed as i32,
+                loaded_commit,
+                log: reason.lines().map(str::to_owned).collect(),
+                took,
+                ..Default::default()
+            },
+            Err(err) => return Err(reload_status(err)),
+        };
+        Ok(Response::new(response))
+    }
+
+    async fn status(&self, _request: Request<StatusRequest>) -> Result<Response<NodeStatus>, Status> {
+        let node = &self.0.node;
+        let track = if node.identity.track == "worker-canary" { common::Track::WorkerCanary } else { common::Track::Worker };
+        Ok(Response::new(NodeStatus {
+            node_id: node.identity.node_id.clone(),
+            group: node.identity.group.clone(),
+            zone: node.identity.zone.clone(),
+            track: track as i32,
+            ready: node.is_ready(),
+            in_flight: node.in_flight() as u32,
+            cap: node.settings.in_flight_cap as u32,
+            loaded_commit: node.loaded_commit(),
+            runtime_restarts: node.metrics.runtime_restarts.get() as u32,
+            draining: node.is_draining(),
+            policy_version: self.0.policy_version.load(Ordering::SeqCst),
+            sessions: node.sessions.len() as u32,
+            started_at: Some(prost_types::Timestamp::from(self.0.started_at)),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }))
+    }
+
+    async fn drain(&self, request: Request<DrainRequest>) -> Result<Response<DrainResponse>, Status> {
+        let request = request.into_inner();
+        let mode = match common::DrainMode::try_from(request.mode) {
+            Ok(common::DrainMode::Interrupt) => DrainMode::Interrupt,
+            _ => DrainMode::Complete,
+        };
+        let timeout = request.timeout.and_then(|d| Duration::try_from(d).ok()).unwrap_or(self.0.drain_timeout);
+        let before = self.0.node.in_flight();
+        crate::drain::drain(&self.0.node, &self.0.health, mode, timeout).await;
+        let cancelled = if mode == DrainMode::Interrupt { before } else { 0 };
+        Ok(Response::new(DrainResponse { completed: (before - cancelled) as u32, cancelled: cancelled as u32 }))
+    }
+
+    async fn update_policy(&self, request: Request<UpdatePolicyRequest>) -> Result<Response<UpdatePolicyResponse>, Status> {
+        let policy = request.into_inner().policy.ok_or_else(|| Status::invalid_argument("policy is required"))?;
+        let update = PolicyConfig {
+            version: policy.version,
+            blocked: policy.blocked,
+            disabled_packages: policy.disabled_packages,
+            key_hashes: policy.key_hashes.into_iter().map(|k| k.sha256_hex).collect(),
+            ip_allow: policy.ip_allow,
+            trusted_proxies: policy.trusted_proxies,
+            ..Default::default()
+        };
+        let applied = self.0.update_policy(update).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        Ok(Response::new(UpdatePolicyResponse { applied, version: self.0.policy_version.load(Ordering::SeqCst) }))
+    }
+}
+
+fn reload_status(err: ReloadError) -> Status {
+    match err {
+        ReloadError::Missing { .. } => Status::not_found(err.to_string()),
+        ReloadError::DigestMismatch { .. } => Status::data_loss(err.to_string()),
+        ReloadError::Blob(ref blob) if blob.is_retryable() => Status::unavailable(err.to_string()),
+        _ => Status::internal(err.to_string()),
+    }
+}
+
+/// The runtime's report as the wire type (schemas carried as JSON text).
+pub fn packages(report: &Report) -> Vec<common::PackageReport> {
+    let text = |v: &serde_json::Value, field: &str| v.get(field).and_then(|x| x.as_str()).unwrap_or_default().to_owned();
+    let json = |v: &serde_json::Value, field: &str| v.get(field).filter(|x| !x.is_null()).map(|x| x.to_string()).unwrap_or_default();
+    report
+        .packages
+        .iter()
+        .map(|p| common::PackageReport {
+            name: p.name.clone(),
+            tools: p.tools.iter().map(|t| common::ToolInfo {
+                name: text(t, "name"),
+                title: text(t, "title"),
+                description: text(t, "description"),
+                input_schema_json: json(t, "inputSchema"),
+                output_schema_json: json(t, "outputSchema"),
+                annotations_json: json(t, "annotations"),
+            }).collect(),
+            resources: p.resources.iter().map(|r| common::ResourceInfo {
+                uri: text(r, "uri"),
+                name: text(r, "name"),
+                title: text(r, "title"),
+                description: text(r, "description"),
+                mime_type: text(r, "mimeType"),
+            }).collect(),
+            resource_templates: p.resource_templates.iter().map(|r| common::ResourceTemplateInfo {
+                uri_template: text(r, "uriTemplate"),
+                name: text(r, "name"),
+                title: text(r, "title"),
+                description: text(r, "description"),
+                mime_type: text(r, "mimeType"),
+            }).collect(),
+            prompts: p.prompts.iter().map(|r| common::PromptInfo {
+                name: text(r, "name"),
+                title: text(r, "title"),
+                description: text(r, "description"),
+                arguments: r.get("arguments").and_then(|a| a.as_array()).map(|args| args.iter().map(|a| common::PromptArgument {
+                    name: text(a, "name"),
+                    description: text(a, "description"),
+                    required: a.get("required").and_then(|x| x.as_bool()).unwrap_or(false),
+                }).collect()).unwrap_or_default(),
+            }).collect(),
+            error: p.error.as_ref().map(|e| common::LoadError { message: e.message.clone(), traceback: e.traceback.clone() }),
+        })
+        .collect()
+}
