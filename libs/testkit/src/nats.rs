@@ -1,3 +1,4 @@
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -29,10 +30,16 @@ impl Nats {
             "-sd".into(),
             store.display().to_string(),
         ];
-        let server = ServerProcess::spawn("nats-server", find_binary("nats-server")?, args, dir.path())?;
+        let server =
+            ServerProcess::spawn("nats-server", find_binary("nats-server")?, args, dir.path())?;
         let mut nats = Self { port, monitor_port, server, _dir: dir };
         nats.wait_ready().await?;
         Ok(nats)
+    }
+
+    /// The `nats-server` binary tests use (for tests that start their own, e.g. a supervisor).
+    pub fn binary() -> anyhow::Result<PathBuf> {
+        find_binary("nats-server")
     }
 
     pub fn url(&self) -> String {
@@ -56,6 +63,15 @@ impl Nats {
     pub async fn restart(&mut self) -> anyhow::Result<()> {
         self.server.restart()?;
         self.wait_ready().await
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open and nothing answers.
+    pub fn pause(&self) -> anyhow::Result<()> {
+        self.server.pause()
+    }
+
+    pub fn resume(&self) -> anyhow::Result<()> {
+        self.server.resume()
     }
 
     pub fn process(&self) -> &ServerProcess {

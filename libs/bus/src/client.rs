@@ -1,0 +1,166 @@
+use std::time::Duration;
+
+use async_nats::jetstream::{self, context::PublishErrorKind};
+use async_nats::{Client, ConnectOptions, Event, HeaderMap};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{BusError, Result};
+use crate::headers;
+use crate::subject::{Schema, Subject};
+
+/// Options of one publish. `msg_id` is JetStream's dedupe key (`Nats-Msg-Id`): a second
+/// publish with the same id inside the stream's duplicate window is acknowledged with
+/// `duplicate: true` and not stored again.
+#[derive(Clone, Debug, Default)]
+pub struct PublishOptions {
+    pub msg_id: Option<String>,
+    pub headers: Option<HeaderMap>,
+    /// W3C trace context; when `None` the source installed with
+    /// [`set_traceparent_source`](crate::set_traceparent_source) is asked.
+    pub traceparent: Option<String>,
+}
+
+impl PublishOptions {
+    pub fn with_msg_id(id: impl Into<String>) -> Self {
+        Self { msg_id: Some(id.into()), ..Self::default() }
+    }
+}
+
+/// The server's acknowledgement of a JetStream publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishAck {
+    pub stream: String,
+    pub sequence: u64,
+    /// The `Nats-Msg-Id` was seen inside the duplicate window; nothing new was stored.
+    pub duplicate: bool,
+}
+
+/// A connection to NATS and its JetStream context. Cheap to clone; every clone shares one
+/// connection that reconnects forever with capped exponential backoff, so a server restart is
+/// an outage of the calls made during it, never of the `Bus`.
+#[derive(Clone, Debug)]
+pub struct Bus {
+    client: Client,
+    js: jetstream::Context,
+}
+
+/// Backoff between reconnect attempts: 50 ms doubling to a 2 s ceiling, so a restarted
+/// local server is found again within about two seconds.
+fn reconnect_delay(attempt: usize) -> Duration {
+    let exp = attempt.min(6) as u32;
+    Duration::from_millis(50u64 << exp).min(Duration::from_secs(2))
+}
+
+impl Bus {
+    /// Connects to `url` (e.g. `nats://127.0.0.1:4222`), naming the connection `name` in the
+    /// server's monitoring. Fails only on a malformed URL or when the first connection is
+    /// refused; later outages are retried forever in the background.
+    pub async fn connect(url: &str, name: &str) -> Result<Bus> {
+        let client = ConnectOptions::new()
+            .name(name)
+            .max_reconnects(None)
+            .reconnect_delay_callback(reconnect_delay)
+            .connection_timeout(Duration::from_secs(3))
+            .event_callback(|event| async move { log_event(event) })
+            .connect(url)
+            .await
+            .map_err(|err| BusError::Unavailable { op: "connect", message: err.to_string() })?;
+        let js = jetstream::new(client.clone());
+        Ok(Bus { client, js })
+    }
+
+    /// Readiness probe: a round trip to the server (PING/PONG) within `deadline`.
+    pub async fn ping(&self, deadline: Duration) -> Result<()> {
+        match tokio::time::timeout(deadline, self.client.flush()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(err)) => Err(BusError::Unavailable { op: "ping", message: err.to_string() }),
+            Err(_) => Err(BusError::Timeout { op: "ping" }),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn jetstream(&self) -> &jetstream::Context {
+        &self.js
+    }
+
+    /// Publishes `value` as JSON to a JetStream subject and waits for the stream's ack.
+    pub async fn publish<T: Serialize>(
+        &self,
+        subject: &Subject<T>,
+        value: &T,
+        options: PublishOptions,
+    ) -> Result<PublishAck> {
+        let payload = encode(subject.schema(), value)?;
+        let headers = headers::outgoing(
+            subject.schema(),
+            options.headers.as_ref(),
+            options.traceparent.as_deref(),
+            options.msg_id.as_deref(),
+        );
+        self.publish_raw(subject.name(), headers, payload).await
+    }
+
+    /// Publishes already-encoded bytes with exactly `headers` (DLQ moves and replays).
+    pub(crate) async fn publish_raw(
+        &self,
+        subject: &str,
+        headers: HeaderMap,
+        payload: bytes::Bytes,
+    ) -> Result<PublishAck> {
+        let map = |err: async_nats::jetstream::context::PublishError| match err.kind() {
+            PublishErrorKind::StreamNotFound => BusError::NoStream { subject: subject.to_owned() },
+            PublishErrorKind::MaxPayloadExceeded => {
+                BusError::Invalid { what: "payload", reason: err.to_string() }
+            }
+            _ => BusError::nats("publish", err),
+        };
+        let ack = self
+            .js
+            .publish_with_headers(subject.to_owned(), headers, payload)
+            .await
+            .map_err(map)?
+            .await
+            .map_err(map)?;
+        Ok(PublishAck { stream: ack.stream, sequence: ack.sequence, duplicate: ack.duplicate })
+    }
+}
+
+pub(crate) fn encode<T: Serialize>(schema: Schema, value: &T) -> Result<bytes::Bytes> {
+    serde_json::to_vec(value)
+        .map(bytes::Bytes::from)
+        .map_err(|source| BusError::Encode { schema: schema.name, source })
+}
+
+/// Decodes a JSON payload after checking that the message's schema name is the expected one
+/// (a message without the header is accepted: producers outside ramen may not set it).
+pub(crate) fn decode<T: DeserializeOwned>(
+    subject: &str,
+    expected: Schema,
+    headers: Option<&HeaderMap>,
+    payload: &[u8],
+) -> Result<T> {
+    let found = headers.and_then(headers::schema_of);
+    if let Some((name, _)) = &found
+        && name != expected.name
+    {
+        return Err(BusError::SchemaMismatch {
+            subject: subject.to_owned(),
+            expected: expected.name.to_owned(),
+            found: Some(name.clone()),
+        });
+    }
+    serde_json::from_slice(payload)
+        .map_err(|err| BusError::Decode { subject: subject.to_owned(), reason: err.to_string() })
+}
+
+fn log_event(event: Event) {
+    match event {
+        Event::Connected => tracing::info!("nats connected"),
+        Event::Disconnected => tracing::warn!("nats disconnected; reconnecting"),
+        other => tracing::warn!(event = %other, "nats client event"),
+    }
+}

