@@ -12,6 +12,9 @@ pub trait Event: prost::Message + Default + Serialize + DeserializeOwned {
     /// The NATS subject it is published on.
     const SUBJECT: &'static str;
 
+    /// The full protobuf name, used as the schema name in the `Ramen-Schema` header.
+    const NAME: &'static str;
+
     fn meta(&self) -> Option<&ev::EventMeta>;
 }
 
@@ -23,6 +26,7 @@ macro_rules! events {
         $(
             impl Event for ev::$ty {
                 const SUBJECT: &'static str = $subject;
+                const NAME: &'static str = concat!("ramen.events.v1.", stringify!($ty));
 
                 fn meta(&self) -> Option<&ev::EventMeta> {
                     self.meta.as_ref()

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::node::Node;
 
 pub fn subject() -> Subject<NodeLoadReport> {
-    Subject::new(NodeLoadReport::SUBJECT, Schema::new("ramen.events.v1.NodeLoadReport", 1))
+    Subject::new(NodeLoadReport::SUBJECT, Schema::new(NodeLoadReport::NAME, 1))
 }
 
 pub fn report(node: &Node) -> NodeLoadReport {

@@ -38,6 +38,9 @@ impl Launch {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // Its own process group: a terminal's Ctrl-C reaches ramen only, which then stops
+            // the server after the services that use it.
+            .process_group(0)
             // If ramen's runtime goes away without a shutdown, do not leave the server behind.
             .kill_on_drop(true)
             .spawn()
@@ -91,10 +94,9 @@ async fn forward(pipe: impl AsyncRead + Unpin) {
             tracing::error!(target: "nats_server", "{line}");
         } else if line.contains("[WRN]") {
             tracing::warn!(target: "nats_server", "{line}");
-        } else if line.contains("[DBG]") || line.contains("[TRC]") {
-            tracing::debug!(target: "nats_server", "{line}");
         } else {
-            tracing::info!(target: "nats_server", "{line}");
+            // Startup banners and routine notices: useful when debugging, noise otherwise.
+            tracing::debug!(target: "nats_server", "{line}");
         }
     }
 }

@@ -1,0 +1,80 @@
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ramen_blob::BlobStore;
+use ramen_bus::Bus;
+use ramen_config::Config;
+use ramen_lifecycle::{Health, Shutdown, TaskCenter, admin_router, serve_http};
+use ramen_state::SharedState;
+use ramen_store::{DocumentStore, StoreConfig};
+use ramen_telemetry::Metrics;
+
+use crate::checks::{BlobCheck, BusCheck, StateCheck, StoreCheck};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    #[error("document store: {0}")]
+    Store(#[from] ramen_store::StoreError),
+    #[error("blob store: {0}")]
+    Blob(#[from] ramen_blob::BlobError),
+    #[error("shared state: {0}")]
+    State(#[from] ramen_state::StateError),
+    #[error("NATS at {url}: {source}")]
+    Bus { url: String, source: ramen_bus::BusError },
+    #[error("{0}")]
+    Listen(#[from] std::io::Error),
+}
+
+/// The adapters and lifecycle of one process. In `ramen up` every service shares one
+/// platform (one embedded store, one bus connection); `ramen serve <svc>` opens its own.
+#[derive(Clone)]
+pub struct Platform {
+    pub config: Arc<Config>,
+    pub metrics: Metrics,
+    pub health: Health,
+    pub shutdown: Shutdown,
+    pub tasks: TaskCenter,
+    pub bus: Bus,
+    pub store: Arc<dyn DocumentStore>,
+    pub blob: Arc<dyn BlobStore>,
+    pub state: Arc<dyn SharedState>,
+}
+
+impl Platform {
+    /// Opens every adapter the configuration names (MongoDB or the embedded store, S3 or a
+    /// local directory, Redis or memory) and the bus at `nats_url`, and registers each with
+    /// readiness.
+    pub async fn open(config: Config, nats_url: &str, shutdown: Shutdown) -> Result<Self, PlatformError> {
+        ramen_bus::set_traceparent_source(ramen_telemetry::current_traceparent);
+        let store_config = StoreConfig::select(config.mongo.uri.expose(), &config.mongo.db, config.data_dir.join("store"));
+        let store = ramen_store::open(&store_config).await?;
+        let blob = ramen_blob::open(&config).await?;
+        let state = ramen_state::open(&config.redis).await?;
+        let bus = Bus::connect(nats_url, "ramen")
+            .await
+            .map_err(|source| PlatformError::Bus { url: nats_url.to_owned(), source })?;
+        let health = Health::default();
+        health.add(StoreCheck(store.clone()));
+        health.add(BlobCheck(blob.clone()));
+        health.add(StateCheck(state.clone()));
+        health.add(BusCheck(bus.clone()));
+        let tasks = TaskCenter::new(&shutdown.token());
+        Ok(Self {
+            config: Arc::new(config),
+            metrics: Metrics::default(),
+            health,
+            shutdown,
+            tasks,
+            bus,
+            store,
+            blob,
+            state,
+        })
+    }
+
+    /// Serves `/healthz`, `/readyz` and `/metrics` on the configured admin address.
+    pub async fn serve_admin(&self) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), PlatformError> {
+        let router = admin_router(self.health.clone(), self.metrics.clone());
+        Ok(serve_http(self.config.listen.admin, router, self.shutdown.token()).await?)
+    }
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    ramen_service::main("auth", &[ramen_config::Requirement::Mongo], ramen_auth::start)
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    ramen_service::main("deployer", &[ramen_config::Requirement::Mongo, ramen_config::Requirement::S3], ramen_deployer::start)
+}

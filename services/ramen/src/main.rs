@@ -1,0 +1,63 @@
+//! `ramen`: the all-in-one binary. `ramen up` runs every service on one machine; `ramen serve
+//! <service>` runs one in cloud mode; `ramen worker` runs a worker node.
+
+mod up;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ramen_config::Requirement;
+
+#[derive(Parser)]
+#[command(name = "ramen", version, about = "Host MCP servers for teams")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run everything on this machine: console, API, MCP edge, a local zone, and a supervised
+    /// nats-server. State lives in the data directory (RAMEN_DATA_DIR).
+    Up,
+    /// Run one service (usually in cloud mode: RAMEN_MODE=cloud).
+    Serve {
+        #[arg(value_enum)]
+        service: Service,
+    },
+    /// Run one worker node (a runner in front of a Python runtime).
+    Worker {
+        #[arg(long)]
+        config: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Service {
+    ApiGateway,
+    Auth,
+    Deployer,
+    ZoneManager,
+    Rebalancer,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Up => up::main(),
+        Command::Worker { config } => ramen_runner::cli::run(config),
+        Command::Serve { service } => serve(service),
+    }
+}
+
+fn serve(service: Service) -> ExitCode {
+    use Requirement::{Mongo, S3};
+    match service {
+        Service::ApiGateway => ramen_service::main("api-gateway", &[], ramen_api_gateway::start),
+        Service::Auth => ramen_service::main("auth", &[Mongo], ramen_auth::start),
+        Service::Deployer => ramen_service::main("deployer", &[Mongo, S3], ramen_deployer::start),
+        Service::ZoneManager => ramen_service::main("zone-manager", &[Mongo], ramen_zone_manager::start),
+        Service::Rebalancer => ramen_service::main("rebalancer", &[Mongo], ramen_rebalancer::start),
+    }
+}

@@ -1,0 +1,92 @@
+//! `ramen up`: every service in one process on the embedded adapters, with a supervised
+//! `nats-server` child as the bus.
+
+use std::process::ExitCode;
+
+use ramen_bus::{NatsSupervisor, SupervisorConfig};
+use ramen_config::{Config, EXIT_CONFIG};
+use ramen_lifecycle::{Shutdown, listen_for_signals};
+use ramen_service::{Platform, Running};
+
+pub fn main() -> ExitCode {
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("ramen up: {err}");
+            return ExitCode::from(EXIT_CONFIG as u8);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("ramen up: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let mut telemetry = match ramen_telemetry::init("ramen", &config.log) {
+            Ok(telemetry) => telemetry,
+            Err(err) => {
+                eprintln!("ramen up: {err}");
+                return ExitCode::from(EXIT_CONFIG as u8);
+            }
+        };
+        let code = match run(config).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                tracing::error!("ramen up failed: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+        telemetry.shutdown();
+        code
+    })
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
+    let shutdown = Shutdown::new();
+    listen_for_signals(shutdown.clone())?;
+    let nats = if config.nats.url.is_empty() {
+        let binary = Some(config.nats.binary.clone()).filter(|b| !b.is_empty()).map(Into::into);
+        let supervisor = NatsSupervisor::start(SupervisorConfig { data_dir: config.data_dir.clone(), binary, port: None }).await?;
+        Some(supervisor)
+    } else {
+        None
+    };
+    let url = nats.as_ref().map_or_else(|| config.nats.url.clone(), NatsSupervisor::url);
+    let drain = config.drain.timeout;
+    let data_dir = config.data_dir.clone();
+    let platform = Platform::open(config, &url, shutdown.clone()).await?;
+    let (admin, _admin_task) = platform.serve_admin().await?;
+
+    let services = start_services(&platform).await?;
+    let api = services.iter().find(|s| s.name == "api-gateway").map(|s| s.addr);
+    if let Some(api) = api {
+        tracing::info!(console = %format!("http://{api}/"), api = %format!("http://{api}/api"), mcp_edge = %format!("http://{api}/mcp/<group>/<environment>"), "ramen is up");
+    }
+    tracing::info!(%admin, nats = %url, data_dir = %data_dir.display(), "health on /healthz and /readyz; stop with Ctrl-C");
+
+    shutdown.wait().await;
+    platform.health.set_draining();
+    for service in services {
+        service.join(drain).await;
+    }
+    if let Err(err) = platform.tasks.shutdown(drain).await {
+        tracing::warn!(%err, "background tasks did not stop in time");
+    }
+    if let Some(nats) = nats {
+        nats.shutdown().await;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Starts the services in dependency order: auth first (everyone asks it), the gateway last.
+async fn start_services(platform: &Platform) -> anyhow::Result<Vec<Running>> {
+    let mut running = vec![ramen_auth::start(platform.clone()).await?];
+    running.push(ramen_zone_manager::start(platform.clone()).await?);
+    running.push(ramen_deployer::start(platform.clone()).await?);
+    running.push(ramen_rebalancer::start(platform.clone()).await?);
+    running.push(ramen_api_gateway::start(platform.clone()).await?);
+    Ok(running)
+}

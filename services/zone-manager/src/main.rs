@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    ramen_service::main("zone-manager", &[ramen_config::Requirement::Mongo], ramen_zone_manager::start)
+}
