@@ -26,8 +26,14 @@ impl Config {
     /// Loads defaults < `ramen.toml` < environment, and validates. Local mode also creates the
     /// data directory and its generated keys.
     pub fn load() -> Result<Self, ConfigError> {
+        Self::load_for(&[])
+    }
+
+    /// Like [`load`](Self::load), for a service that also needs `needs` in cloud mode; every
+    /// missing variable is named in one error.
+    pub fn load_for(needs: &[Requirement]) -> Result<Self, ConfigError> {
         let file = std::env::var_os("RAMEN_CONFIG").map(PathBuf::from);
-        Self::from_figment(Self::figment(file.as_deref().or(Some(Path::new("ramen.toml")))))
+        Self::from_figment_for(Self::figment(file.as_deref().or(Some(Path::new("ramen.toml")))), needs)
     }
 
     /// The layered sources without validation; tests add their own layers on top.
@@ -40,8 +46,12 @@ impl Config {
     }
 
     pub fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
+        Self::from_figment_for(figment, &[])
+    }
+
+    pub fn from_figment_for(figment: Figment, needs: &[Requirement]) -> Result<Self, ConfigError> {
         let mut config: Config = figment.extract().map_err(ConfigError::from_figment)?;
-        config.validate()?;
+        config.validate(needs)?;
         if config.mode == Mode::Local {
             config.prepare_local()?;
         }

@@ -22,7 +22,7 @@ pub const MIN_JWT_SECRET_BYTES: usize = 32;
 pub const SECRETS_KEY_BYTES: usize = 32;
 
 impl Config {
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, needs: &[Requirement]) -> Result<(), ConfigError> {
         if self.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::invalid("data_dir", "must not be empty"));
         }
@@ -62,7 +62,7 @@ impl Config {
             return Err(ConfigError::invalid("auth.access_ttl", "must be at least 10s"));
         }
         self.validate_listen()?;
-        self.validate_keys()
+        self.validate_keys(needs)
     }
 
     fn validate_listen(&self) -> Result<(), ConfigError> {
@@ -88,7 +88,7 @@ impl Config {
     }
 
     /// Checks the keys that are set; cloud mode additionally requires them (see [`Self::require_cloud`]).
-    fn validate_keys(&self) -> Result<(), ConfigError> {
+    fn validate_keys(&self, needs: &[Requirement]) -> Result<(), ConfigError> {
         let mut problems = Vec::new();
         let cloud = self.mode == Mode::Cloud;
         jwt_problem(&self.auth.jwt_secret, cloud, "RAMEN_JWT_SECRET", &mut problems);
@@ -101,6 +101,9 @@ impl Config {
         }
         if cloud && self.nats.url.is_empty() {
             problems.push("RAMEN_NATS_URL (the JetStream server, nats://host:4222)".to_owned());
+        }
+        if let Err(ConfigError::MissingForCloud(more)) = self.require_cloud(needs) {
+            problems.extend(more);
         }
         if problems.is_empty() { Ok(()) } else { Err(ConfigError::MissingForCloud(problems)) }
     }

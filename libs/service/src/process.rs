@@ -38,7 +38,7 @@ where
     Fut: Future<Output = Result<Running, E>>,
     E: std::fmt::Display,
 {
-    let config = match Config::load().and_then(|c| c.require_cloud(needs).map(|()| c)) {
+    let config = match Config::load_for(needs) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("ramen {name}: {err}");
