@@ -5,7 +5,8 @@ use tempfile::TempDir;
 use crate::process::{ServerProcess, find_binary, free_port, http_status};
 
 /// `moto_server`: an AWS API stand-in serving S3, ELBv2, WAFv2, IAM and EC2 on one port.
-/// Credentials are ignored; use any access key and region `us-east-1`.
+/// Credentials are ignored; use any access key and region `us-east-1`. State lives in the
+/// process's memory, so a [`restart`](Self::restart) starts empty.
 pub struct Moto {
     pub port: u16,
     server: ServerProcess,
@@ -17,13 +18,10 @@ impl Moto {
         let dir = tempfile::tempdir()?;
         let port = free_port();
         let args = vec!["-H".into(), "127.0.0.1".into(), "-p".into(), port.to_string()];
-        let server = ServerProcess::spawn("moto_server", find_binary("moto_server")?, args, dir.path())?;
+        let server =
+            ServerProcess::spawn("moto_server", find_binary("moto_server")?, args, dir.path())?;
         let mut moto = Self { port, server, _dir: dir };
-        moto.server
-            .wait_ready(Duration::from_secs(30), || async move {
-                http_status(port, "/moto-api/").await.is_some()
-            })
-            .await?;
+        moto.wait_ready().await?;
         Ok(moto)
     }
 
@@ -32,7 +30,36 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let port = self.port;
+        self.server
+            .wait_ready(Duration::from_secs(30), || async move {
+                http_status(port, "/moto-api/").await.is_some()
+            })
+            .await
+    }
+
+    /// SIGKILL: connections are refused from now on.
     pub async fn kill(&mut self) {
         self.server.kill().await;
+    }
+
+    /// Starts the server again on the same port (after [`kill`](Self::kill)), with no state.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.server.restart()?;
+        self.wait_ready().await
+    }
+
+    /// Freezes the server (SIGSTOP): connections are accepted by the kernel and never answered.
+    pub fn pause(&self) -> anyhow::Result<()> {
+        self.server.pause()
+    }
+
+    pub fn resume(&self) -> anyhow::Result<()> {
+        self.server.resume()
+    }
+
+    pub fn process(&self) -> &ServerProcess {
+        &self.server
     }
 }

@@ -4,37 +4,89 @@ use tempfile::TempDir;
 
 use crate::process::{ServerProcess, find_binary, free_port, tcp_open};
 
-/// `redis-server` with persistence off, in a temp dir.
+/// `redis-server` with persistence off, in a temp dir; or a Sentinel in front of one
+/// ([`start_sentinel`](Self::start_sentinel)), which is the same binary in another mode.
 pub struct Redis {
     pub port: u16,
+    password: Option<String>,
     server: ServerProcess,
     _dir: TempDir,
 }
 
 impl Redis {
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_server(None).await
+    }
+
+    /// A server that requires `AUTH password` (`requirepass`).
+    pub async fn start_with_password(password: &str) -> anyhow::Result<Self> {
+        Self::start_server(Some(password)).await
+    }
+
+    async fn start_server(password: Option<&str>) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let port = free_port();
-        let args = vec![
-            "--port".into(),
-            port.to_string(),
-            "--bind".into(),
-            "127.0.0.1".into(),
-            "--save".into(),
-            String::new(),
-            "--appendonly".into(),
-            "no".into(),
-            "--dir".into(),
-            dir.path().display().to_string(),
-        ];
-        let server = ServerProcess::spawn("redis-server", find_binary("redis-server")?, args, dir.path())?;
-        let mut redis = Self { port, server, _dir: dir };
+        let mut args: Vec<String> = vec!["--port".into(), port.to_string()];
+        args.extend(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from));
+        args.extend(["--dir".into(), dir.path().display().to_string()]);
+        if let Some(password) = password {
+            args.extend(["--requirepass".into(), password.to_owned()]);
+        }
+        Self::spawn(dir, port, password, args).await
+    }
+
+    /// A single Sentinel monitoring `master` under `master_name` (quorum 1). When `password`
+    /// is given, clients must `AUTH` to the Sentinel with it; the Sentinel itself authenticates
+    /// to the master with the master's password.
+    pub async fn start_sentinel(
+        master: &Redis,
+        master_name: &str,
+        password: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let port = free_port();
+        let mut conf = format!(
+            "port {port}\nbind 127.0.0.1\ndir \"{}\"\nsentinel monitor {master_name} 127.0.0.1 {} 1\n",
+            dir.path().display(),
+            master.port,
+        );
+        if let Some(master_password) = &master.password {
+            conf.push_str(&format!("sentinel auth-pass {master_name} {master_password}\n"));
+        }
+        if let Some(password) = password {
+            conf.push_str(&format!("requirepass {password}\n"));
+        }
+        // Sentinel rewrites its config file, so it lives in the temp dir.
+        let conf_path = dir.path().join("sentinel.conf");
+        std::fs::write(&conf_path, conf)?;
+        let args = vec![conf_path.display().to_string(), "--sentinel".into()];
+        Self::spawn(dir, port, password, args).await
+    }
+
+    async fn spawn(
+        dir: TempDir,
+        port: u16,
+        password: Option<&str>,
+        args: Vec<String>,
+    ) -> anyhow::Result<Self> {
+        let binary = find_binary("redis-server")?;
+        let server = ServerProcess::spawn("redis-server", binary, args, dir.path())?;
+        let mut redis = Self { port, password: password.map(str::to_owned), server, _dir: dir };
         redis.wait_ready().await?;
         Ok(redis)
     }
 
+    /// `redis://[:password@]127.0.0.1:port`.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match &self.password {
+            Some(password) => format!("redis://:{password}@127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// `127.0.0.1:port`, the form Sentinel address lists use.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
     }
 
     async fn wait_ready(&mut self) -> anyhow::Result<()> {
@@ -58,5 +110,9 @@ impl Redis {
 
     pub fn resume(&self) -> anyhow::Result<()> {
         self.server.resume()
+    }
+
+    pub fn process(&self) -> &ServerProcess {
+        &self.server
     }
 }
