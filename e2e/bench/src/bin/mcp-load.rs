@@ -1,0 +1,135 @@
+//! `mcp-load`: N concurrent MCP sessions over streamable HTTP, each on its own keep-alive
+//! connection (initialize, initialized, then `tools/call` in a loop; every answer parsed and
+//! checked), a warm-up, then a measured window. Prints one JSON summary line.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::client::conn::http1::{self, SendRequest};
+use ramen_bench::Recorder;
+
+#[derive(Parser, Clone)]
+struct Args {
+    #[arg(long)]
+    url: String,
+    #[arg(long)]
+    key: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    #[arg(long, default_value = "10")]
+    seconds: f64,
+    #[arg(long, default_value = "2")]
+    warmup: f64,
+    #[arg(long, default_value = "add")]
+    tool: String,
+    #[arg(long, default_value = r#"{"a":20,"b":22}"#)]
+    arguments: String,
+    /// Substring every answer must contain (checks the call really succeeded).
+    #[arg(long, default_value = "42")]
+    expect: String,
+}
+
+struct Session {
+    sender: SendRequest<Full<Bytes>>,
+    authority: String,
+    path: String,
+    key: Option<String>,
+    session: Option<String>,
+}
+
+impl Session {
+    async fn connect(args: &Args) -> anyhow::Result<Self> {
+        let uri: hyper::Uri = args.url.parse()?;
+        let authority = uri.authority().context("url needs host:port")?.to_string();
+        let stream = tokio::net::TcpStream::connect(&authority).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        let path = uri.path_and_query().map_or("/".into(), |p| p.to_string());
+        let mut session = Self { sender, authority, path, key: args.key.clone(), session: None };
+        let (init, headers) = session
+            .post(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-load","version":"1"}}}"#.into())
+            .await?;
+        if !init.contains("protocolVersion") {
+            bail!("initialize failed: {init}");
+        }
+        session.session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
+        Ok(session)
+    }
+
+    async fn post(&mut self, body: String) -> anyhow::Result<(String, hyper::HeaderMap)> {
+        let mut request = Request::post(&self.path)
+            .header("host", &self.authority)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(key) = &self.key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+        }
+        self.sender.ready().await?;
+        let response = self.sender.send_request(request.body(Full::new(Bytes::from(body)))?).await?;
+        let headers = response.headers().clone();
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        let text = String::from_utf8_lossy(&body).into_owned();
+        if !status.is_success() {
+            bail!("HTTP {status}: {text}");
+        }
+        Ok((text, headers))
+    }
+}
+
+async fn worker(args: Args, start: Instant, warm_until: Instant, end: Instant) -> anyhow::Result<Recorder> {
+    let mut session = Session::connect(&args).await?;
+    let mut recorder = Recorder::default();
+    let mut id = 1u64;
+    let _ = start;
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            return Ok(recorder);
+        }
+        id += 1;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,
+            args.tool, args.arguments
+        );
+        let sent = Instant::now();
+        let outcome = session.post(body).await;
+        let latency = sent.elapsed();
+        if sent < warm_until {
+            continue;
+        }
+        match outcome {
+            Ok((text, _)) if text.contains(&args.expect) && !text.contains("\"error\"") => recorder.record(latency),
+            _ => recorder.errors += 1,
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let start = Instant::now();
+    let warm_until = start + Duration::from_secs_f64(args.warmup);
+    let end = warm_until + Duration::from_secs_f64(args.seconds);
+    let tasks: Vec<_> = (0..args.concurrency).map(|_| tokio::spawn(worker(args.clone(), start, warm_until, end))).collect();
+    let mut total = Recorder::default();
+    for task in tasks {
+        total.merge(task.await??);
+    }
+    let mut summary = total.summary(Duration::from_secs_f64(args.seconds));
+    summary["concurrency"] = args.concurrency.into();
+    #[allow(clippy::print_stdout)]
+    {
+        println!("{summary}");
+    }
+    Ok(())
+}

@@ -1,0 +1,40 @@
+//! Shared pieces of the load generators: latency recording and the summary they print.
+
+use std::time::Duration;
+
+/// Latencies of one run, in microseconds.
+#[derive(Default)]
+pub struct Recorder {
+    samples: Vec<u32>,
+    pub errors: u64,
+}
+
+impl Recorder {
+    pub fn record(&mut self, latency: Duration) {
+        self.samples.push(latency.as_micros().min(u32::MAX as u128) as u32);
+    }
+
+    pub fn merge(&mut self, other: Recorder) {
+        self.samples.extend(other.samples);
+        self.errors += other.errors;
+    }
+
+    /// `{"calls", "calls_per_sec", "p50_us", "p99_us", "errors"}` for `elapsed`.
+    pub fn summary(mut self, elapsed: Duration) -> serde_json::Value {
+        self.samples.sort_unstable();
+        let pick = |q: f64| {
+            if self.samples.is_empty() {
+                0
+            } else {
+                self.samples[((self.samples.len() - 1) as f64 * q).round() as usize]
+            }
+        };
+        serde_json::json!({
+            "calls": self.samples.len(),
+            "calls_per_sec": (self.samples.len() as f64 / elapsed.as_secs_f64()).round(),
+            "p50_us": pick(0.50),
+            "p99_us": pick(0.99),
+            "errors": self.errors,
+        })
+    }
+}
