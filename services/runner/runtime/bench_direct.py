@@ -2,7 +2,9 @@
 
 Spawns ``python -m ramen_runtime`` on examples/hello-repo and drives ``call_tool`` of the
 trivial ``notes.add(a, b)`` tool over the framed protocol, closed-loop, at several
-concurrency levels. Every answer is checked. Prints calls/s and p50/p99 latency.
+concurrency levels. Every answer is checked. Prints calls/s, p50/p99 latency and the
+runtime process's CPU time per call (user+system, from /proc; meaningful even on a busy
+machine).
 
     ~/.cache/ramen/venv/bin/python services/runner/runtime/bench_direct.py [--seconds 5] [--warmup 1]
         [--concurrency 1,16,64] [--tool notes.add] [--pin]
@@ -64,7 +66,13 @@ class Driver:
             del buf[:pos]
         return out
 
-    def run(self, tool: str, concurrency: int, seconds: float, warmup: float) -> tuple[int, float, list[float]]:
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the runtime process has used so far."""
+        with open(f"/proc/{self.proc.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def run(self, tool: str, concurrency: int, seconds: float, warmup: float) -> tuple[int, float, list[float], float]:
         prefix = b'{"id":'
         suffix = (',"op":"call_tool","name":"%s","arguments":{"a":20,"b":22}}' % tool).encode()
         expect = b'"structuredContent":{"result":42}'
@@ -73,6 +81,8 @@ class Driver:
         lat: list[float] = []
         done = 0
         errors = 0
+        calls_from = 0
+        cpu_per_call = 0.0
 
         def send(k: int) -> None:
             nonlocal next_id
@@ -87,12 +97,15 @@ class Driver:
 
         start = time.perf_counter()
         measure_from = start + warmup
+        cpu_from: float | None = None
         stop_at = measure_from + seconds
         send(concurrency)
         measured = 0
         while True:
             frames = self.read_frames()
             now = time.perf_counter()
+            if cpu_from is None and now >= measure_from:
+                cpu_from, calls_from = self.cpu_seconds(), done
             for body in frames:
                 rid = int(body[6 : body.index(b",", 6)])
                 t0 = sent_at.pop(rid)
@@ -103,6 +116,7 @@ class Driver:
                     lat.append(now - t0)
                     measured += 1
             if now >= stop_at:
+                cpu_per_call = (self.cpu_seconds() - (cpu_from or 0.0)) / max(1, done - calls_from)
                 break
             send(len(frames))
         # drain what is still in flight
@@ -111,7 +125,7 @@ class Driver:
                 sent_at.pop(int(body[6 : body.index(b",", 6)]), None)
         if errors:
             raise AssertionError(f"{errors} wrong answers")
-        return measured, seconds, lat
+        return measured, seconds, lat, cpu_per_call
 
     def close(self) -> None:
         body = b'{"op":"shutdown"}'
@@ -132,14 +146,14 @@ def main() -> None:
     drv = Driver(args.root, args.pin)
     print(f"runtime: {sys.executable} -m ramen_runtime --root {args.root}")
     print(f"tool: {args.tool}(a=20, b=22); {args.warmup:g} s warm-up + {args.seconds:g} s per level")
-    print(f"{'concurrency':>11}  {'calls/s':>9}  {'p50 ms':>8}  {'p99 ms':>8}")
+    print(f"{'concurrency':>11}  {'calls/s':>9}  {'p50 ms':>8}  {'p99 ms':>8}  {'runtime CPU/call':>16}")
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
-            n, secs, lat = drv.run(args.tool, c, args.seconds, args.warmup)
+            n, secs, lat, cpu = drv.run(args.tool, c, args.seconds, args.warmup)
             lat.sort()
             p50 = statistics.median(lat) * 1e3
             p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3
-            print(f"{c:>11}  {n / secs:>9.0f}  {p50:>8.3f}  {p99:>8.3f}", flush=True)
+            print(f"{c:>11}  {n / secs:>9.0f}  {p50:>8.3f}  {p99:>8.3f}  {cpu * 1e6:>13.0f} µs", flush=True)
     finally:
         drv.close()
 

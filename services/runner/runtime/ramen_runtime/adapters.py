@@ -274,9 +274,7 @@ class MCPServerAdapter(Adapter):
             if _has_class_named(exc, "ToolError") and not _has_class_named(exc, "UnexpectedToolError"):
                 log.info("tool %r of package %r failed: %r", name, self.package, str(exc))
             else:
-                log.error(
-                    "tool %r of package %r raised an unexpected exception", name, self.package, exc_info=exc
-                )
+                log.error("tool %r of package %r raised an unexpected exception", name, self.package, exc_info=exc)
             return tool_error_json(str(exc))
         return result_json(result)
 
@@ -402,9 +400,7 @@ class FastMCPAdapter(Adapter):
 
     async def list_resources(self) -> list[dict[str, Any]]:
         items = self._deduped(list(await self.server.list_resources()), lambda r: str(r.uri))
-        return [
-            dump_obj(r.to_mcp_resource(uri=str(r.uri)) if hasattr(r, "to_mcp_resource") else r) for r in items
-        ]
+        return [dump_obj(r.to_mcp_resource(uri=str(r.uri)) if hasattr(r, "to_mcp_resource") else r) for r in items]
 
     async def list_resource_templates(self) -> list[dict[str, Any]]:
         items = self._deduped(list(await self.server.list_resource_templates()), lambda t: t.uri_template)

@@ -56,7 +56,7 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default)
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=json_default, allow_nan=False)
 dumps = _encoder.encode
 
 

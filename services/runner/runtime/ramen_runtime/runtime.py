@@ -13,20 +13,22 @@ node -> runtime   {"id":N,"op":"call_tool","name":..,"arguments":{..}}  -> {"id"
                   {"op":"shutdown"}                                    (or EOF: exit 0)
 runtime -> node   {"id":N,"notification":{"method":..,"params":..}}    (during call N)
                   {"id":N,"request":{"rid":K,"method":..,"params":..}} (sampling/elicitation/...)
-                  {"id":N,"control":"close_sse_stream"}                (optional hint)
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import logging
 import os
 import platform
+import stat
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import loader
 from .adapters import Adapter
@@ -73,6 +75,13 @@ def _sdk_error(error: dict[str, Any]) -> BaseException:
     if cls is not None and types_mod is not None and hasattr(types_mod, "ErrorData"):
         return cls(types_mod.ErrorData(code=code, message=message, data=data))
     return RuntimeError(message)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from a package: keep the frame valid UTF-8
+        return text.encode("utf-8", "replace")
 
 
 def _id_json(rid: Any) -> str:
@@ -190,14 +199,10 @@ class Runtime:
                     problems.append(f"tool {x['name']!r} is also defined by package {tool_owner[x['name']]!r}")
             for x in prompts:
                 if x["name"] in prompt_owner:
-                    problems.append(
-                        f"prompt {x['name']!r} is also defined by package {prompt_owner[x['name']]!r}"
-                    )
+                    problems.append(f"prompt {x['name']!r} is also defined by package {prompt_owner[x['name']]!r}")
             for x in pkg.resources:
                 if x.get("uri") in resource_owner:
-                    problems.append(
-                        f"resource {x['uri']!r} is also defined by package {resource_owner[x['uri']]!r}"
-                    )
+                    problems.append(f"resource {x['uri']!r} is also defined by package {resource_owner[x['uri']]!r}")
             for x in pkg.resource_templates:
                 if x.get("uriTemplate") in template_owner:
                     problems.append(
@@ -209,10 +214,10 @@ class Runtime:
                 entry["error"] = pkg.error
                 continue
             adapter = pkg.adapter
-            for x, orig in zip(tools, pkg.tools):
+            for x, orig in zip(tools, pkg.tools, strict=True):
                 tool_owner[x["name"]] = pkg.name
                 t.tools[x["name"]] = (adapter, orig["name"])
-            for x, orig in zip(prompts, pkg.prompts):
+            for x, orig in zip(prompts, pkg.prompts, strict=True):
                 prompt_owner[x["name"]] = pkg.name
                 t.prompts[x["name"]] = (adapter, orig["name"])
             for x in pkg.resources:
@@ -233,7 +238,7 @@ class Runtime:
         self.writer.write(len(data).to_bytes(_HEADER, "big") + data)
 
     def send_obj(self, obj: dict[str, Any]) -> None:
-        data = dumps(obj).encode("utf-8")
+        data = _utf8(dumps(obj))
         if len(data) > MAX_FRAME:
             rid = obj.get("id")
             log.error("dropping an oversized frame (%d bytes) for id %r", len(data), rid)
@@ -255,10 +260,6 @@ class Runtime:
         if params is not None:
             note["params"] = params
         self.send_obj({"id": call_id, "notification": note})
-
-    def control(self, call_id: Any, what: str) -> None:
-        if call_id in self.calls:
-            self.send_obj({"id": call_id, "control": what})
 
     async def request(self, call_id: Any, method: str, params: Any, timeout: float | None) -> Any:
         """A server->client request made by the tool of call `call_id`, answered by the node."""
@@ -369,7 +370,7 @@ class Runtime:
             return
         if self.calls.pop(rid, None) is None:
             return
-        data = ('{"id":%s,"result":%s}' % (_id_json(rid), body)).encode("utf-8")
+        data = _utf8('{"id":%s,"result":%s}' % (_id_json(rid), body))
         if len(data) > MAX_FRAME:
             log.error("result of request %r is %d bytes, over the frame limit", rid, len(data))
             self.send_error(rid, INTERNAL_ERROR, f"Result too large: {len(data)} bytes (max {MAX_FRAME})")
@@ -456,7 +457,7 @@ class Runtime:
 
     def op_ping(self, obj: dict[str, Any]) -> None:
         rid = obj.get("id")
-        self.write(('{"id":%s,"result":{}}' % _id_json(rid)).encode("utf-8"))
+        self.write(_utf8('{"id":%s,"result":{}}' % _id_json(rid)))
 
     def op_cancel(self, obj: dict[str, Any]) -> None:
         target = obj.get("target")
@@ -496,6 +497,12 @@ class Runtime:
             report["namespace"],
             f"; with errors: {', '.join(errors)}" if errors else "",
         )
+        # Everything imported so far lives for the whole process: keep it out of the
+        # cyclic GC's scans, and collect young objects less often (calls allocate a lot
+        # of short-lived, acyclic objects).
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(20000, 20, 20)
         self.send_obj({"op": "ready", "report": report})
         self.reader = await _make_reader(self.loop, in_fd, self)
         code = await self.done
@@ -598,14 +605,19 @@ class _ThreadReader:
         self.proto.stopped = True
 
 
+def _pollable(fd: int) -> bool:
+    """Pipes and sockets go through the event loop; files, ttys and /dev/null cannot be epolled."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 async def _make_reader(loop: asyncio.AbstractEventLoop, fd: int, rt: Runtime) -> Any:
     proto = _FrameReader(rt)
-    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
-    try:
-        await loop.connect_read_pipe(lambda: proto, pipe)
-        return proto
-    except ValueError:
+    if not _pollable(fd):
         return _ThreadReader(loop, fd, proto)
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    await loop.connect_read_pipe(lambda: proto, pipe)
+    return proto
 
 
 class _PipeWriter(asyncio.BaseProtocol):
@@ -676,10 +688,9 @@ class _BlockingWriter:
 
 
 async def _make_writer(loop: asyncio.AbstractEventLoop, fd: int, rt: Runtime) -> Any:
+    if not _pollable(fd):
+        return _BlockingWriter(fd)
     pipe = os.fdopen(fd, "wb", buffering=0, closefd=False)
     proto = _PipeWriter(rt, loop)
-    try:
-        await loop.connect_write_pipe(lambda: proto, pipe)
-        return proto
-    except ValueError:
-        return _BlockingWriter(fd)
+    await loop.connect_write_pipe(lambda: proto, pipe)
+    return proto

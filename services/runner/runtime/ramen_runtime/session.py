@@ -105,7 +105,7 @@ class RequestContext:
         self.request_id = call.id
         self.meta = meta
         self.request = _request_for(call.client)
-        self.close_sse_stream = _CloseStream(call)
+        self.close_sse_stream = None  # ctx.close_sse_stream() is a no-op (as in the SDK without an event store)
         self.close_standalone_sse_stream = None
         self.experimental = None
         self._srctx = self  # fastmcp reads the SDK context back through this
@@ -124,16 +124,6 @@ def _request_for(client: Any) -> Any:
     if client and client.get("sessionId"):
         return _Request({"mcp-session-id": str(client["sessionId"])})
     return None
-
-
-class _CloseStream:
-    __slots__ = ("_call",)
-
-    def __init__(self, call: Call) -> None:
-        self._call = call
-
-    async def __call__(self) -> None:
-        self._call.rt.control(self._call.id, "close_sse_stream")
 
 
 class CallSession:

@@ -172,7 +172,7 @@ class RuntimeProcess:
                 except Exception:
                     pass
 
-    def __enter__(self) -> "RuntimeProcess":
+    def __enter__(self) -> RuntimeProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:

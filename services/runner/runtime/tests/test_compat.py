@@ -53,7 +53,8 @@ class _CompatMixin:
     def test_structured_output(self) -> None:
         r = self.rt.call_tool(f"{self.pkg}.point", {"x": 1, "y": 2})["result"]
         self.assertEqual(r["structuredContent"], {"x": 1, "y": 2})
-        self.assertEqual(self.rt.call_tool(f"{self.pkg}.add", {"a": 1, "b": 2})["result"]["structuredContent"], {"result": 3})
+        added = self.rt.call_tool(f"{self.pkg}.add", {"a": 1, "b": 2})["result"]
+        self.assertEqual(added["structuredContent"], {"result": 3})
 
     def test_tool_error(self) -> None:
         r = self.rt.call_tool(f"{self.pkg}.fail")["result"]

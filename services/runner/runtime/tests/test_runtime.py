@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+import textwrap
 import time
 import unittest
 
@@ -315,7 +317,8 @@ class ManifestTest(unittest.TestCase):
             alpha = package(rt.ready, "alpha")
             self.assertEqual(alpha["server"], "alpha.app:service")
             self.assertEqual([t["name"] for t in alpha["tools"]], ["alpha.hello"])
-            self.assertIn("no MCP server object found in package 'helpers'", package(rt.ready, "helpers")["error"]["message"])
+            helpers = package(rt.ready, "helpers")
+            self.assertIn("no MCP server object found in package 'helpers'", helpers["error"]["message"])
             self.assertEqual(text_of(rt.call_tool("alpha.hello", {"name": "ramen"})["result"]), "hello ramen")
 
     def test_flag_overrides_manifest_namespace(self) -> None:
@@ -331,8 +334,6 @@ class ManifestTest(unittest.TestCase):
             self.assertIn("test_simple_text", {t["name"] for t in pkg["tools"]})
 
     def test_bad_manifest_is_reported(self) -> None:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as root:
             with open(os.path.join(root, "ramen.toml"), "w") as fh:
                 fh.write("namespace = maybe\n")
@@ -340,6 +341,142 @@ class ManifestTest(unittest.TestCase):
                 (entry,) = rt.ready["packages"]
                 self.assertEqual(entry["name"], "ramen.toml")
                 self.assertIn("cannot read ramen.toml", entry["error"]["message"])
+
+
+def write_repo(root: str, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        full = os.path.join(root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as fh:
+            fh.write(textwrap.dedent(text))
+    return root
+
+
+SIMPLE_SERVER = """
+    from mcp.server.mcpserver import MCPServer
+    mcp = MCPServer("x")
+
+    @mcp.tool()
+    def hi() -> str:
+        return "hi"
+"""
+
+
+class DiscoveryTest(unittest.TestCase):
+    """Repos built on the fly for the corners of package discovery."""
+
+    def test_discovery_rules(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_repo(
+                root,
+                {
+                    "plain/__init__.py": SIMPLE_SERVER,
+                    "viasub/__init__.py": "",
+                    "viasub/server.py": SIMPLE_SERVER.replace("mcp = ", "anything = ").replace("@mcp.", "@anything."),
+                    "brokensub/__init__.py": "",
+                    "brokensub/server.py": "raise RuntimeError('boom in brokensub.server')\n",
+                    "noserver/__init__.py": "x = 1\n",
+                    "tests/__init__.py": "raise RuntimeError('tests must be skipped')\n",
+                    "_private/__init__.py": "raise RuntimeError('_private must be skipped')\n",
+                    "notapackage/module.py": "raise RuntimeError('no __init__, not a package')\n",
+                },
+            )
+            with RuntimeProcess(root) as rt:
+                names = [p["name"] for p in rt.ready["packages"]]
+                self.assertEqual(names, ["brokensub", "noserver", "plain", "viasub"])
+                self.assertEqual(package(rt.ready, "plain")["server"], "plain:mcp")
+                self.assertEqual(package(rt.ready, "viasub")["server"], "viasub.server:anything")
+                self.assertEqual(text_of(rt.call_tool("viasub.hi")["result"]), "hi")
+                broken = package(rt.ready, "brokensub")["error"]
+                self.assertIn("RuntimeError: boom in brokensub.server", broken["message"])
+                self.assertIn(os.path.join("brokensub", "server.py"), broken["traceback"])
+                self.assertIn("no MCP server object found", package(rt.ready, "noserver")["error"]["message"])
+
+    def test_lifespan_failure_and_listing_failure(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_repo(
+                root,
+                {
+                    "badlife/__init__.py": """
+                        from contextlib import asynccontextmanager
+                        from mcp.server.mcpserver import MCPServer
+
+                        @asynccontextmanager
+                        async def lifespan(server):
+                            raise ConnectionError("database unreachable")
+                            yield
+
+                        mcp = MCPServer("badlife", lifespan=lifespan)
+                    """,
+                    "badlist/__init__.py": """
+                        class Server:
+                            async def list_tools(self):
+                                raise RuntimeError("cannot list")
+
+                            async def call_tool(self, name, arguments):
+                                return []
+
+                        mcp = Server()
+                    """,
+                    "good/__init__.py": SIMPLE_SERVER,
+                },
+            )
+            with RuntimeProcess(root) as rt:
+                life = package(rt.ready, "badlife")["error"]
+                self.assertIn("ConnectionError: database unreachable", life["message"])
+                self.assertIn("database unreachable", life["traceback"])
+                lst = package(rt.ready, "badlist")
+                self.assertEqual(lst["kind"], "generic")
+                self.assertIn("RuntimeError: cannot list", lst["error"]["message"])
+                self.assertIsNone(package(rt.ready, "good")["error"])
+
+    def test_generic_server_object(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            write_repo(
+                root,
+                {
+                    "gen/__init__.py": """
+                        class Server:
+                            async def list_tools(self):
+                                return [{"name": "twice", "inputSchema": {"type": "object"}}]
+
+                            async def call_tool(self, name, arguments):
+                                if arguments.get("n") is None:
+                                    raise ValueError("n is required")
+                                return {"value": 2 * arguments["n"]}
+
+                        app = Server()
+                    """,
+                },
+            )
+            with RuntimeProcess(root) as rt:
+                pkg = package(rt.ready, "gen")
+                self.assertEqual((pkg["kind"], pkg["server"]), ("generic", "gen:app"))
+                self.assertEqual([t["name"] for t in pkg["tools"]], ["gen.twice"])
+                result = rt.call_tool("gen.twice", {"n": 21})["result"]
+                self.assertEqual(result["structuredContent"], {"value": 42})
+                err = rt.call_tool("gen.twice", {})["result"]
+                self.assertTrue(err["isError"])
+                self.assertEqual(text_of(err), "n is required")
+
+    def test_duplicate_resource_uri_is_always_an_error(self) -> None:
+        res = (
+            SIMPLE_SERVER
+            + """
+    @mcp.resource("shared://thing")
+    def thing() -> str:
+        return "thing"
+"""
+        )
+        with tempfile.TemporaryDirectory() as root:
+            write_repo(root, {"aaa/__init__.py": res, "bbb/__init__.py": res})
+            with RuntimeProcess(root) as rt:
+                self.assertIsNone(package(rt.ready, "aaa")["error"])
+                self.assertIn(
+                    "resource 'shared://thing' is also defined by package 'aaa'",
+                    package(rt.ready, "bbb")["error"]["message"],
+                )
+                self.assertEqual(rt.call_tool("bbb.hi")["error"]["code"], -32602)
 
 
 class CallLifecycleTest(unittest.TestCase):
@@ -481,9 +618,8 @@ class ServerRequestsTest(unittest.TestCase):
         self.assertEqual(req["method"], "elicitation/create")
         self.assertEqual(req["params"]["message"], "Who are you?")
         self.assertEqual(req["params"]["requestedSchema"]["required"], ["username", "email"])
-        self.rt.send(
-            {"op": "response", "rid": req["rid"], "result": {"action": "accept", "content": {"username": "u", "email": "e"}}}
-        )
+        answer = {"action": "accept", "content": {"username": "u", "email": "e"}}
+        self.rt.send({"op": "response", "rid": req["rid"], "result": answer})
         self.assertEqual(
             text_of(self.rt.wait_reply(rid)["result"]),
             'User response: action=accept, content={"username":"u","email":"e"}',
@@ -514,11 +650,14 @@ class ServerRequestsTest(unittest.TestCase):
             ["Tool execution started", "Tool processing data", "Tool execution completed"],
         )
 
-    def test_close_sse_stream_control(self) -> None:
+    def test_close_sse_stream_is_a_no_op(self) -> None:
         frames: list = []
         rid = self.rt.start("call_tool", name="test_reconnection", arguments={})
-        self.rt.wait_reply(rid, collect=frames)
-        self.assertIn({"id": rid, "control": "close_sse_stream"}, frames)
+        reply = self.rt.wait_reply(rid, collect=frames)
+        self.assertEqual(text_of(reply["result"]), "Reconnection test completed")
+        self.assertEqual(
+            [f["notification"]["params"]["data"] for f in frames], ["Before disconnect", "After reconnect"]
+        )
 
     def test_content_types(self) -> None:
         image = self.rt.call_tool("test_image_content")["result"]["content"][0]
