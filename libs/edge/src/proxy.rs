@@ -1,0 +1,290 @@
+//! The edge's request path: resolve the environment, choose (or follow) a worker, forward
+//! the request, and stream the answer back unbuffered.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{ConnectInfo, Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, StatusCode};
+use http_body_util::Full;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use ipnet::IpNet;
+
+use crate::ZONE_HEADER;
+use crate::directory::{Directory, DirectoryError, Route};
+use crate::select::{self, Refusal};
+use crate::session::SessionSealer;
+
+const SESSION: &str = "mcp-session-id";
+
+#[derive(Clone, Debug)]
+pub struct EdgeSettings {
+    pub max_body_bytes: usize,
+    /// The MCP path on the worker nodes.
+    pub node_path: String,
+    pub connect_timeout: Duration,
+    /// Peers (a cloud load balancer) whose `X-Forwarded-For` the edge believes.
+    pub trusted_proxies: Vec<IpNet>,
+}
+
+impl Default for EdgeSettings {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 4 * 1024 * 1024,
+            node_path: "/mcp".into(),
+            connect_timeout: Duration::from_secs(2),
+            trusted_proxies: Vec::new(),
+        }
+    }
+}
+
+pub struct Edge {
+    directory: Arc<dyn Directory>,
+    sealer: SessionSealer,
+    client: Client<HttpConnector, Full<Bytes>>,
+    settings: EdgeSettings,
+}
+
+impl Edge {
+    pub fn new(
+        directory: Arc<dyn Directory>,
+        sealer: SessionSealer,
+        settings: EdgeSettings,
+    ) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(settings.connect_timeout));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(connector);
+        Self { directory, sealer, client, settings }
+    }
+}
+
+/// `/mcp/{group}/{environment}` for POST, GET and DELETE.
+pub fn router(edge: Arc<Edge>) -> Router {
+    Router::new().route("/mcp/{group}/{environment}", any(handle)).with_state(edge)
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}});
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn handle(
+    State(edge): State<Arc<Edge>>,
+    Path((group, environment)): Path<(String, String)>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request<Body>,
+) -> Response {
+    if !matches!(*request.method(), Method::POST | Method::GET | Method::DELETE) {
+        return refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the MCP endpoint takes POST, GET and DELETE",
+        );
+    }
+    let client = client_ip(&edge.settings, peer.ip(), request.headers());
+    let route = match edge.directory.route(&group, &environment).await {
+        Ok(route) => route,
+        Err(DirectoryError::NotFound { .. }) => {
+            return refuse(StatusCode::NOT_FOUND, "no such MCP endpoint");
+        }
+        Err(DirectoryError::Unavailable(reason)) => {
+            tracing::warn!(%reason, %group, %environment, "edge cannot resolve the environment");
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "routing information is unavailable; retry",
+            );
+        }
+    };
+    let (parts, body) = request.into_parts();
+    let body = match to_bytes(body, edge.settings.max_body_bytes).await {
+        Ok(body) => body,
+        Err(_) => {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, "request body above the edge's limit");
+        }
+    };
+    let sealed = parts.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    match sealed {
+        Some(sealed) => follow_session(&edge, &route, client, parts, body, &sealed).await,
+        None => new_session(&edge, &route, (&group, &environment), client, parts, body).await,
+    }
+}
+
+/// A request of an existing session goes to the node that created it, or gets 404.
+async fn follow_session(
+    edge: &Edge,
+    route: &Route,
+    client: IpAddr,
+    parts: http::request::Parts,
+    body: Bytes,
+    sealed: &str,
+) -> Response {
+    let Some((worker, node_session)) = edge.sealer.open(sealed) else {
+        return refuse(StatusCode::NOT_FOUND, "session not found; initialize a new one");
+    };
+    let zone = route.zones.iter().find(|z| z.workers.iter().any(|w| w.address == worker));
+    let Some(zone) = zone else {
+        return refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one");
+    };
+    if !zone.ip_allow.is_empty() && !zone.ip_allow.iter().any(|n| n.contains(&client)) {
+        return refuse(StatusCode::FORBIDDEN, &format!("source address {client} is not allowed"));
+    }
+    match forward(edge, &worker, Some(&node_session), client, &parts, body).await {
+        Ok(response) => response,
+        Err(_) => {
+            refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one")
+        }
+    }
+}
+
+/// A request without a session (initialize): pinned zone or by weight, failing over to the
+/// next worker and zone while connections are refused.
+async fn new_session(
+    edge: &Edge,
+    route: &Route,
+    (group, environment): (&str, &str),
+    client: IpAddr,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> Response {
+    let pinned = parts.headers.get(ZONE_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
+    let zones = match select::zones(route, pinned, client) {
+        Ok(zones) => zones,
+        Err(Refusal::UnknownZone(zone)) => {
+            return refuse(
+                StatusCode::NOT_FOUND,
+                &format!("zone {zone:?} does not serve this environment"),
+            );
+        }
+        Err(Refusal::Forbidden) => {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                &format!("source address {client} is not allowed"),
+            );
+        }
+        Err(Refusal::NoWorkers) => {
+            return unavailable("no ready worker serves this environment right now");
+        }
+    };
+    for zone in zones {
+        for worker in select::workers(zone) {
+            match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
+                Ok(response) => return response,
+                Err(err) => {
+                    tracing::warn!(worker = %worker.id, zone = %zone.zone, %err, "worker unreachable; trying the next");
+                    edge.directory.invalidate(group, environment);
+                }
+            }
+        }
+    }
+    unavailable("every worker of the environment is unreachable")
+}
+
+fn unavailable(message: &str) -> Response {
+    let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, message);
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// Sends the request to `worker`. `Err` only when it was not delivered (connect failure),
+/// so the caller may safely try another worker.
+async fn forward(
+    edge: &Edge,
+    worker: &str,
+    node_session: Option<&str>,
+    client: IpAddr,
+    parts: &http::request::Parts,
+    body: Bytes,
+) -> Result<Response, hyper_util::client::legacy::Error> {
+    let uri = format!("http://{worker}{}", edge.settings.node_path);
+    let mut builder = Request::builder().method(parts.method.clone()).uri(uri);
+    let headers = builder.headers_mut().expect("fresh builder");
+    copy_headers(&parts.headers, headers);
+    if let Some(session) = node_session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        headers.insert(SESSION, session);
+    }
+    let forwarded = match parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+        Some(chain) => format!("{chain}, {client}"),
+        None => client.to_string(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&forwarded) {
+        headers.insert(HeaderName::from_static("x-forwarded-for"), value);
+    }
+    let request = builder.body(Full::new(body)).expect("valid request parts");
+    let upstream = match edge.client.request(request).await {
+        Ok(upstream) => upstream,
+        Err(err) if err.is_connect() => return Err(err),
+        Err(err) => {
+            tracing::warn!(%worker, %err, "worker failed mid-request");
+            return Ok(refuse(StatusCode::BAD_GATEWAY, "the worker failed while answering"));
+        }
+    };
+    let (mut head, incoming) = upstream.into_parts();
+    strip_hop_by_hop(&mut head.headers);
+    if let Some(session) =
+        head.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        && let Ok(value) = HeaderValue::from_str(&edge.sealer.seal(worker, &session))
+    {
+        head.headers.insert(SESSION, value);
+    }
+    Ok(Response::from_parts(head, Body::new(incoming)))
+}
+
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
+    for (name, value) in from {
+        let skip = HOP_BY_HOP.contains(&name.as_str())
+            || name == header::HOST
+            || name == header::CONTENT_LENGTH
+            || name.as_str() == SESSION
+            || name.as_str() == ZONE_HEADER
+            || name.as_str() == "x-forwarded-for";
+        if !skip {
+            to.append(name.clone(), value.clone());
+        }
+    }
+}
+
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+fn client_ip(settings: &EdgeSettings, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    if !settings.trusted_proxies.iter().any(|n| n.contains(&peer)) {
+        return peer;
+    }
+    headers
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|chain| {
+            chain.rsplit(',').map(str::trim).find_map(|hop| hop.parse::<IpAddr>().ok())
+        })
+        .unwrap_or(peer)
+}

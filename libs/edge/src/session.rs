@@ -1,0 +1,70 @@
+//! Sealed session ids: `base64url(nonce ‖ AES-256-GCM(worker address ‖ node session id))`.
+
+use aes_gcm::aead::{Aead, KeyInit};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+const NONCE: usize = 12;
+
+#[derive(Clone)]
+pub struct SessionSealer {
+    cipher: Aes256Gcm,
+}
+
+impl SessionSealer {
+    /// Derives the edge's own key from a process secret (the sealing key), so every gateway
+    /// replica sharing that secret can open every other replica's session ids.
+    pub fn from_secret(secret: &[u8]) -> Self {
+        let key =
+            Sha256::new().chain_update(b"ramen-edge-session-v1").chain_update(secret).finalize();
+        Self { cipher: Aes256Gcm::new(&key) }
+    }
+
+    pub fn seal(&self, worker: &str, node_session: &str) -> String {
+        let mut nonce = [0u8; NONCE];
+        rand::thread_rng().fill_bytes(&mut nonce);
+        let plain = format!("{worker}\n{node_session}");
+        // Encryption with a fresh random nonce cannot fail for inputs this small.
+        let sealed =
+            self.cipher.encrypt(Nonce::from_slice(&nonce), plain.as_bytes()).unwrap_or_default();
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        B64.encode(out)
+    }
+
+    /// `(worker address, node session id)`, or `None` for anything not sealed by this key.
+    pub fn open(&self, token: &str) -> Option<(String, String)> {
+        let raw = B64.decode(token).ok()?;
+        if raw.len() <= NONCE {
+            return None;
+        }
+        let (nonce, sealed) = raw.split_at(NONCE);
+        let plain = self.cipher.decrypt(Nonce::from_slice(nonce), sealed).ok()?;
+        let text = String::from_utf8(plain).ok()?;
+        let (worker, session) = text.split_once('\n')?;
+        Some((worker.to_owned(), session.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seals_and_refuses_forgeries() {
+        let sealer = SessionSealer::from_secret(b"secret-a");
+        let token = sealer.seal("127.0.0.1:8001", "abc123");
+        assert!(!token.contains("8001") && !token.contains("abc123"), "the client cannot read it");
+        assert_eq!(sealer.open(&token), Some(("127.0.0.1:8001".into(), "abc123".into())));
+        assert_eq!(SessionSealer::from_secret(b"secret-b").open(&token), None, "another key");
+        let mut raw = B64.decode(&token).unwrap();
+        let last = raw.len() - 1;
+        raw[last] ^= 1;
+        assert_eq!(sealer.open(&B64.encode(raw)), None, "tampered");
+        assert_eq!(sealer.open("abc123"), None, "a bare node session id");
+        assert_ne!(sealer.seal("a", "b"), sealer.seal("a", "b"), "fresh nonce each time");
+    }
+}
