@@ -5,7 +5,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 fn main() {
-    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("runtime/ramen_runtime");
+    let root =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("runtime/ramen_runtime");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files: Vec<_> = std::fs::read_dir(&root)
         .expect("runtime/ramen_runtime exists")
@@ -13,7 +14,9 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
         .collect();
     files.sort();
-    let mut out = String::from("/// `(file name, contents)` of every module of the embedded Python runtime.\npub const RUNTIME_FILES: &[(&str, &str)] = &[\n");
+    let mut out = String::from(
+        "/// `(file name, contents)` of every module of the embedded Python runtime.\npub const RUNTIME_FILES: &[(&str, &str)] = &[\n",
+    );
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
         let name = file.file_name().unwrap().to_str().unwrap();

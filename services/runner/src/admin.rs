@@ -10,8 +10,8 @@ use ramen_lifecycle::Health;
 use ramen_proto::common::v1 as common;
 use ramen_proto::runner::v1::runner_service_server::RunnerService;
 use ramen_proto::runner::v1::{
-    DrainRequest, DrainResponse, NodeStatus, ReloadOutcome, ReloadRequest, ReloadResponse, StatusRequest,
-    UpdatePolicyRequest, UpdatePolicyResponse,
+    DrainRequest, DrainResponse, NodeStatus, ReloadOutcome, ReloadRequest, ReloadResponse,
+    StatusRequest, UpdatePolicyRequest, UpdatePolicyResponse,
 };
 use tonic::{Request, Response, Status};
 
@@ -33,9 +33,23 @@ pub struct Control {
 }
 
 impl Control {
-    pub fn new(node: Arc<Node>, reloader: Arc<Reloader>, health: Health, env: Vec<(String, String)>, drain_timeout: Duration) -> Self {
+    pub fn new(
+        node: Arc<Node>,
+        reloader: Arc<Reloader>,
+        health: Health,
+        env: Vec<(String, String)>,
+        drain_timeout: Duration,
+    ) -> Self {
         let version = node.policy().source.version;
-        Self { node, reloader, health, env, drain_timeout, policy_version: AtomicU64::new(version), started_at: SystemTime::now() }
+        Self {
+            node,
+            reloader,
+            health,
+            env,
+            drain_timeout,
+            policy_version: AtomicU64::new(version),
+            started_at: SystemTime::now(),
+        }
     }
 
     pub async fn reload(&self, snapshot: &SnapshotRef) -> Result<Reloaded, ReloadError> {
@@ -69,8 +83,14 @@ pub struct AdminService(pub Arc<Control>);
 
 #[tonic::async_trait]
 impl RunnerService for AdminService {
-    async fn reload(&self, request: Request<ReloadRequest>) -> Result<Response<ReloadResponse>, Status> {
-        let snapshot = request.into_inner().snapshot.ok_or_else(|| Status::invalid_argument("snapshot is required"))?;
+    async fn reload(
+        &self,
+        request: Request<ReloadRequest>,
+    ) -> Result<Response<ReloadResponse>, Status> {
+        let snapshot = request
+            .into_inner()
+            .snapshot
+            .ok_or_else(|| Status::invalid_argument("snapshot is required"))?;
         let snapshot = SnapshotRef {
             commit: snapshot.commit,
             key: snapshot.location,
@@ -82,7 +102,11 @@ impl RunnerService for AdminService {
         let loaded_commit = self.0.node.loaded_commit();
         let response = match outcome {
             Ok(reloaded) => ReloadResponse {
-                outcome: if reloaded.report.load_errors().is_empty() { ReloadOutcome::Ok } else { ReloadOutcome::PackageErrors } as i32,
+                outcome: if reloaded.report.load_errors().is_empty() {
+                    ReloadOutcome::Ok
+                } else {
+                    ReloadOutcome::PackageErrors
+                } as i32,
                 loaded_commit,
                 packages: packages(&reloaded.report),
                 pip_ran: reloaded.pip_ran,
@@ -92,7 +116,9 @@ impl RunnerService for AdminService {
             Err(ReloadError::Pip { status, output }) => ReloadResponse {
                 outcome: ReloadOutcome::PipFailed as i32,
                 loaded_commit,
-                log: std::iter::once(format!("pip install -r requirements.txt failed ({status})")).chain(output.lines().map(str::to_owned)).collect(),
+                log: std::iter::once(format!("pip install -r requirements.txt failed ({status})"))
+                    .chain(output.lines().map(str::to_owned))
+                    .collect(),
                 took,
                 ..Default::default()
             },
@@ -108,9 +134,16 @@ impl RunnerService for AdminService {
         Ok(Response::new(response))
     }
 
-    async fn status(&self, _request: Request<StatusRequest>) -> Result<Response<NodeStatus>, Status> {
+    async fn status(
+        &self,
+        _request: Request<StatusRequest>,
+    ) -> Result<Response<NodeStatus>, Status> {
         let node = &self.0.node;
-        let track = if node.identity.track == "worker-canary" { common::Track::WorkerCanary } else { common::Track::Worker };
+        let track = if node.identity.track == "worker-canary" {
+            common::Track::WorkerCanary
+        } else {
+            common::Track::Worker
+        };
         Ok(Response::new(NodeStatus {
             node_id: node.identity.node_id.clone(),
             group: node.identity.group.clone(),
@@ -129,21 +162,36 @@ impl RunnerService for AdminService {
         }))
     }
 
-    async fn drain(&self, request: Request<DrainRequest>) -> Result<Response<DrainResponse>, Status> {
+    async fn drain(
+        &self,
+        request: Request<DrainRequest>,
+    ) -> Result<Response<DrainResponse>, Status> {
         let request = request.into_inner();
         let mode = match common::DrainMode::try_from(request.mode) {
             Ok(common::DrainMode::Interrupt) => DrainMode::Interrupt,
             _ => DrainMode::Complete,
         };
-        let timeout = request.timeout.and_then(|d| Duration::try_from(d).ok()).unwrap_or(self.0.drain_timeout);
+        let timeout = request
+            .timeout
+            .and_then(|d| Duration::try_from(d).ok())
+            .unwrap_or(self.0.drain_timeout);
         let before = self.0.node.in_flight();
         crate::drain::drain(&self.0.node, &self.0.health, mode, timeout).await;
         let cancelled = if mode == DrainMode::Interrupt { before } else { 0 };
-        Ok(Response::new(DrainResponse { completed: (before - cancelled) as u32, cancelled: cancelled as u32 }))
+        Ok(Response::new(DrainResponse {
+            completed: (before - cancelled) as u32,
+            cancelled: cancelled as u32,
+        }))
     }
 
-    async fn update_policy(&self, request: Request<UpdatePolicyRequest>) -> Result<Response<UpdatePolicyResponse>, Status> {
-        let policy = request.into_inner().policy.ok_or_else(|| Status::invalid_argument("policy is required"))?;
+    async fn update_policy(
+        &self,
+        request: Request<UpdatePolicyRequest>,
+    ) -> Result<Response<UpdatePolicyResponse>, Status> {
+        let policy = request
+            .into_inner()
+            .policy
+            .ok_or_else(|| Status::invalid_argument("policy is required"))?;
         let update = PolicyConfig {
             version: policy.version,
             blocked: policy.blocked,
@@ -153,8 +201,12 @@ impl RunnerService for AdminService {
             trusted_proxies: policy.trusted_proxies,
             ..Default::default()
         };
-        let applied = self.0.update_policy(update).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        Ok(Response::new(UpdatePolicyResponse { applied, version: self.0.policy_version.load(Ordering::SeqCst) }))
+        let applied =
+            self.0.update_policy(update).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        Ok(Response::new(UpdatePolicyResponse {
+            applied,
+            version: self.0.policy_version.load(Ordering::SeqCst),
+        }))
     }
 }
 
@@ -169,46 +221,80 @@ fn reload_status(err: ReloadError) -> Status {
 
 /// The runtime's report as the wire type (schemas carried as JSON text).
 pub fn packages(report: &Report) -> Vec<common::PackageReport> {
-    let text = |v: &serde_json::Value, field: &str| v.get(field).and_then(|x| x.as_str()).unwrap_or_default().to_owned();
-    let json = |v: &serde_json::Value, field: &str| v.get(field).filter(|x| !x.is_null()).map(|x| x.to_string()).unwrap_or_default();
+    let text = |v: &serde_json::Value, field: &str| {
+        v.get(field).and_then(|x| x.as_str()).unwrap_or_default().to_owned()
+    };
+    let json = |v: &serde_json::Value, field: &str| {
+        v.get(field).filter(|x| !x.is_null()).map(|x| x.to_string()).unwrap_or_default()
+    };
     report
         .packages
         .iter()
         .map(|p| common::PackageReport {
             name: p.name.clone(),
-            tools: p.tools.iter().map(|t| common::ToolInfo {
-                name: text(t, "name"),
-                title: text(t, "title"),
-                description: text(t, "description"),
-                input_schema_json: json(t, "inputSchema"),
-                output_schema_json: json(t, "outputSchema"),
-                annotations_json: json(t, "annotations"),
-            }).collect(),
-            resources: p.resources.iter().map(|r| common::ResourceInfo {
-                uri: text(r, "uri"),
-                name: text(r, "name"),
-                title: text(r, "title"),
-                description: text(r, "description"),
-                mime_type: text(r, "mimeType"),
-            }).collect(),
-            resource_templates: p.resource_templates.iter().map(|r| common::ResourceTemplateInfo {
-                uri_template: text(r, "uriTemplate"),
-                name: text(r, "name"),
-                title: text(r, "title"),
-                description: text(r, "description"),
-                mime_type: text(r, "mimeType"),
-            }).collect(),
-            prompts: p.prompts.iter().map(|r| common::PromptInfo {
-                name: text(r, "name"),
-                title: text(r, "title"),
-                description: text(r, "description"),
-                arguments: r.get("arguments").and_then(|a| a.as_array()).map(|args| args.iter().map(|a| common::PromptArgument {
-                    name: text(a, "name"),
-                    description: text(a, "description"),
-                    required: a.get("required").and_then(|x| x.as_bool()).unwrap_or(false),
-                }).collect()).unwrap_or_default(),
-            }).collect(),
-            error: p.error.as_ref().map(|e| common::LoadError { message: e.message.clone(), traceback: e.traceback.clone() }),
+            tools: p
+                .tools
+                .iter()
+                .map(|t| common::ToolInfo {
+                    name: text(t, "name"),
+                    title: text(t, "title"),
+                    description: text(t, "description"),
+                    input_schema_json: json(t, "inputSchema"),
+                    output_schema_json: json(t, "outputSchema"),
+                    annotations_json: json(t, "annotations"),
+                })
+                .collect(),
+            resources: p
+                .resources
+                .iter()
+                .map(|r| common::ResourceInfo {
+                    uri: text(r, "uri"),
+                    name: text(r, "name"),
+                    title: text(r, "title"),
+                    description: text(r, "description"),
+                    mime_type: text(r, "mimeType"),
+                })
+                .collect(),
+            resource_templates: p
+                .resource_templates
+                .iter()
+                .map(|r| common::ResourceTemplateInfo {
+                    uri_template: text(r, "uriTemplate"),
+                    name: text(r, "name"),
+                    title: text(r, "title"),
+                    description: text(r, "description"),
+                    mime_type: text(r, "mimeType"),
+                })
+                .collect(),
+            prompts: p
+                .prompts
+                .iter()
+                .map(|r| common::PromptInfo {
+                    name: text(r, "name"),
+                    title: text(r, "title"),
+                    description: text(r, "description"),
+                    arguments: r
+                        .get("arguments")
+                        .and_then(|a| a.as_array())
+                        .map(|args| {
+                            args.iter()
+                                .map(|a| common::PromptArgument {
+                                    name: text(a, "name"),
+                                    description: text(a, "description"),
+                                    required: a
+                                        .get("required")
+                                        .and_then(|x| x.as_bool())
+                                        .unwrap_or(false),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                })
+                .collect(),
+            error: p.error.as_ref().map(|e| common::LoadError {
+                message: e.message.clone(),
+                traceback: e.traceback.clone(),
+            }),
         })
         .collect()
 }

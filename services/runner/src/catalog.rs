@@ -61,7 +61,9 @@ impl Catalog {
                 Template { entry, pattern }
             }));
         }
-        let index = |entries: &[Entry]| entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect();
+        let index = |entries: &[Entry]| {
+            entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect()
+        };
         catalog.tool_index = index(&catalog.tools);
         catalog.prompt_index = index(&catalog.prompts);
         catalog.resource_index = index(&catalog.resources);
@@ -86,7 +88,11 @@ impl Catalog {
     }
 
     /// The objects of `kind` the policy lets callers see, in load order.
-    pub fn visible<'a>(&'a self, kind: Kind, policy: &'a Policy) -> impl Iterator<Item = &'a Value> + 'a {
+    pub fn visible<'a>(
+        &'a self,
+        kind: Kind,
+        policy: &'a Policy,
+    ) -> impl Iterator<Item = &'a Value> + 'a {
         let entries: Box<dyn Iterator<Item = &Entry>> = match kind {
             Kind::Tools => Box::new(self.tools.iter()),
             Kind::Prompts => Box::new(self.prompts.iter()),
@@ -151,7 +157,9 @@ impl UriTemplate {
 fn match_parts(parts: &[Part], uri: &str) -> bool {
     match parts.split_first() {
         None => uri.is_empty(),
-        Some((Part::Literal(lit), rest)) => uri.strip_prefix(lit.as_str()).is_some_and(|u| match_parts(rest, u)),
+        Some((Part::Literal(lit), rest)) => {
+            uri.strip_prefix(lit.as_str()).is_some_and(|u| match_parts(rest, u))
+        }
         Some((variable, rest)) => {
             let limit = match variable {
                 Part::Segment => uri.find('/').unwrap_or(uri.len()),
@@ -175,7 +183,10 @@ mod tests {
             packages: vec![
                 PackageReport {
                     name: "weather".into(),
-                    tools: vec![json!({"name": "weather.forecast"}), json!({"name": "weather.alerts"})],
+                    tools: vec![
+                        json!({"name": "weather.forecast"}),
+                        json!({"name": "weather.alerts"}),
+                    ],
                     prompts: vec![json!({"name": "weather.brief"})],
                     resources: vec![json!({"uri": "weather://stations"})],
                     resource_templates: vec![json!({"uriTemplate": "weather://city/{name}/today"})],
@@ -189,7 +200,10 @@ mod tests {
                 PackageReport {
                     name: "broken".into(),
                     tools: vec![json!({"name": "broken.x"})],
-                    error: Some(crate::runtime::LoadError { message: "boom".into(), traceback: String::new() }),
+                    error: Some(crate::runtime::LoadError {
+                        message: "boom".into(),
+                        traceback: String::new(),
+                    }),
                     ..Default::default()
                 },
             ],
@@ -201,10 +215,18 @@ mod tests {
     fn lookups_and_templates() {
         let catalog = Catalog::new(report());
         assert_eq!(catalog.tool_package("weather.alerts"), Some("weather"));
-        assert_eq!(catalog.tool_package("broken.x"), None, "a package that failed to load serves nothing");
+        assert_eq!(
+            catalog.tool_package("broken.x"),
+            None,
+            "a package that failed to load serves nothing"
+        );
         assert_eq!(catalog.resource_package("weather://stations"), Some("weather"));
         assert_eq!(catalog.resource_package("weather://city/paris/today"), Some("weather"));
-        assert_eq!(catalog.resource_package("weather://city/a/b/today"), None, "{{var}} spans one segment");
+        assert_eq!(
+            catalog.resource_package("weather://city/a/b/today"),
+            None,
+            "{{var}} spans one segment"
+        );
         assert_eq!(catalog.resource_package("weather://city//today"), None);
         assert_eq!(catalog.prompt_package("weather.brief"), Some("weather"));
     }
@@ -218,9 +240,12 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let tools: Vec<_> = catalog.visible(Kind::Tools, &policy).map(|t| t["name"].clone()).collect();
+        let tools: Vec<_> =
+            catalog.visible(Kind::Tools, &policy).map(|t| t["name"].clone()).collect();
         assert_eq!(tools, vec![json!("weather.forecast")]);
-        let whole = Policy::compile(PolicyConfig { blocked: vec!["weather".into()], ..Default::default() }).unwrap();
+        let whole =
+            Policy::compile(PolicyConfig { blocked: vec!["weather".into()], ..Default::default() })
+                .unwrap();
         assert_eq!(catalog.visible(Kind::Tools, &whole).count(), 1);
         assert_eq!(catalog.visible(Kind::Prompts, &whole).count(), 0);
         assert_eq!(catalog.visible(Kind::ResourceTemplates, &whole).count(), 0);

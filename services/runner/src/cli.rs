@@ -30,8 +30,15 @@ pub fn run(config_path: PathBuf) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG as u8);
         }
     };
-    let format = if std::env::var("RAMEN_LOG_FORMAT").is_ok_and(|f| f == "json") { LogFormat::Json } else { LogFormat::Pretty };
-    let log = LogConfig { format, level: std::env::var("RAMEN_LOG_LEVEL").unwrap_or_else(|_| "info".into()) };
+    let format = if std::env::var("RAMEN_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        LogFormat::Json
+    } else {
+        LogFormat::Pretty
+    };
+    let log = LogConfig {
+        format,
+        level: std::env::var("RAMEN_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

@@ -125,9 +125,14 @@ impl NodeConfig {
     pub fn load(path: &Path) -> Result<Self, NodeConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| NodeConfigError::Read { path: path.display().to_string(), source })?;
-        let config: Self = toml::from_str(&text)
-            .map_err(|e| NodeConfigError::Invalid { path: path.display().to_string(), reason: e.to_string() })?;
-        config.validate().map_err(|reason| NodeConfigError::Invalid { path: path.display().to_string(), reason })?;
+        let config: Self = toml::from_str(&text).map_err(|e| NodeConfigError::Invalid {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        config.validate().map_err(|reason| NodeConfigError::Invalid {
+            path: path.display().to_string(),
+            reason,
+        })?;
         Ok(config)
     }
 
@@ -157,7 +162,12 @@ impl NodeConfig {
         use std::os::unix::fs::OpenOptionsExt;
         let text = toml::to_string_pretty(self).map_err(std::io::Error::other)?;
         let tmp = path.with_extension("toml.tmp");
-        let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         std::fs::rename(tmp, path)

@@ -18,7 +18,11 @@ pub async fn drain(node: &Arc<Node>, health: &Health, mode: DrainMode, timeout: 
     health.set_draining();
     tracing::info!(?mode, in_flight = node.in_flight(), "draining");
     if mode == DrainMode::Complete && !wait_idle(node, timeout).await {
-        tracing::warn!(in_flight = node.in_flight(), ?timeout, "drain timeout: cancelling the calls still running");
+        tracing::warn!(
+            in_flight = node.in_flight(),
+            ?timeout,
+            "drain timeout: cancelling the calls still running"
+        );
     }
     node.runtime.cancel_all();
     wait_idle(node, CANCEL_GRACE).await;

@@ -19,9 +19,15 @@ pub fn subject() -> Subject<NodeLoadReport> {
 
 pub fn report(node: &Node) -> NodeLoadReport {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as i64;
-    let track = if node.identity.track == "worker-canary" { Track::WorkerCanary } else { Track::Worker };
+    let track =
+        if node.identity.track == "worker-canary" { Track::WorkerCanary } else { Track::Worker };
     NodeLoadReport {
-        meta: Some(EventMeta { event_id: uuid::Uuid::now_v7().to_string(), at_unix_ms: now, actor: "runner".into(), request_id: String::new() }),
+        meta: Some(EventMeta {
+            event_id: uuid::Uuid::now_v7().to_string(),
+            at_unix_ms: now,
+            actor: "runner".into(),
+            request_id: String::new(),
+        }),
         node_id: node.identity.node_id.clone(),
         group: node.identity.group.clone(),
         zone: node.identity.zone.clone(),

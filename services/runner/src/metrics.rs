@@ -36,24 +36,50 @@ impl NodeMetrics {
         let this = Self {
             requests: Family::default(),
             // 50 µs .. ~6.5 s
-            duration: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.00005, 2.0, 18))),
+            duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.00005, 2.0, 18))
+            }),
             in_flight: Gauge::default(),
             runtime_restarts: Counter::default(),
             blocked_calls: Counter::default(),
             sessions: Gauge::default(),
         };
-        metrics.register("mcp_requests", "MCP requests by method, package and outcome", this.requests.clone());
-        metrics.register("mcp_request_duration_seconds", "MCP request duration", this.duration.clone());
-        metrics.register("mcp_in_flight", "Calls in flight to the Python runtime", this.in_flight.clone());
-        metrics.register("runtime_restarts", "Restarts of the Python runtime after it died", this.runtime_restarts.clone());
-        metrics.register("mcp_blocked_calls", "Calls refused because the tool or package is blocked", this.blocked_calls.clone());
+        metrics.register(
+            "mcp_requests",
+            "MCP requests by method, package and outcome",
+            this.requests.clone(),
+        );
+        metrics.register(
+            "mcp_request_duration_seconds",
+            "MCP request duration",
+            this.duration.clone(),
+        );
+        metrics.register(
+            "mcp_in_flight",
+            "Calls in flight to the Python runtime",
+            this.in_flight.clone(),
+        );
+        metrics.register(
+            "runtime_restarts",
+            "Restarts of the Python runtime after it died",
+            this.runtime_restarts.clone(),
+        );
+        metrics.register(
+            "mcp_blocked_calls",
+            "Calls refused because the tool or package is blocked",
+            this.blocked_calls.clone(),
+        );
         metrics.register("mcp_sessions", "Open MCP sessions", this.sessions.clone());
         this
     }
 
     pub fn record(&self, method: &str, package: &str, outcome: &'static str, seconds: f64) {
         self.requests
-            .get_or_create(&RequestLabels { method: method.to_owned(), package: package.to_owned(), outcome })
+            .get_or_create(&RequestLabels {
+                method: method.to_owned(),
+                package: package.to_owned(),
+                outcome,
+            })
             .inc();
         self.duration.get_or_create(&MethodLabels { method: method.to_owned() }).observe(seconds);
     }

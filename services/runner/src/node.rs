@@ -78,7 +78,13 @@ impl Drop for Slot {
 }
 
 impl Node {
-    pub fn new(settings: Settings, identity: Identity, policy: Policy, runtime: Runtime, metrics: NodeMetrics) -> Self {
+    pub fn new(
+        settings: Settings,
+        identity: Identity,
+        policy: Policy,
+        runtime: Runtime,
+        metrics: NodeMetrics,
+    ) -> Self {
         Self {
             settings,
             identity,

@@ -72,7 +72,8 @@ impl Policy {
             .key_hashes
             .iter()
             .map(|h| {
-                let bytes = hex::decode(h.trim()).map_err(|_| PolicyError::BadKeyHash(h.clone()))?;
+                let bytes =
+                    hex::decode(h.trim()).map_err(|_| PolicyError::BadKeyHash(h.clone()))?;
                 bytes.try_into().map_err(|_| PolicyError::BadKeyHash(h.clone()))
             })
             .collect::<Result<_, _>>()?;
@@ -83,7 +84,11 @@ impl Policy {
             trusted_proxies: parse_nets(&config.trusted_proxies)?,
             blocked: config.blocked.iter().map(|s| s.trim().to_owned()).collect(),
             disabled: config.disabled_packages.iter().map(|s| s.trim().to_owned()).collect(),
-            allowed_origins: config.allowed_origins.iter().map(|s| s.trim_end_matches('/').to_owned()).collect(),
+            allowed_origins: config
+                .allowed_origins
+                .iter()
+                .map(|s| s.trim_end_matches('/').to_owned())
+                .collect(),
             verbose: config.verbose,
             source: config,
         })
@@ -124,8 +129,11 @@ impl Policy {
         self.allow.is_empty() || self.allow.iter().any(|n| n.contains(&canonical(client)))
     }
 
-    /// Browsers send `Origin`; anything not same-origin or explicitly allowed is refused
-    /// (DNS-rebinding protection). Non-browser clients send none.
+    /// Browsers send `Origin`; non-browser clients send none. A browser origin passes when it
+    /// is explicitly allowed, or same-origin on a loopback host (a local tool's own page).
+    /// Same-origin alone proves nothing: under DNS rebinding the attacker's page at
+    /// `evil.example` (resolved to this node) is same-origin with the `Host` it makes the
+    /// browser send, so only a loopback name shows the page is really local.
     pub fn origin_ok(&self, origin: Option<&str>, host: Option<&str>) -> bool {
         let Some(origin) = origin else { return true };
         let origin = origin.trim_end_matches('/');
@@ -133,7 +141,7 @@ impl Policy {
             return true;
         }
         let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
-        host.is_some_and(|h| h.eq_ignore_ascii_case(origin_host))
+        host.is_some_and(|h| h.eq_ignore_ascii_case(origin_host) && is_loopback_host(h))
     }
 
     /// Whether the package is blocked on the environment or disabled on this zone.
@@ -145,6 +153,16 @@ impl Policy {
     pub fn tool_hidden(&self, package: &str, tool: &str) -> bool {
         self.package_hidden(package) || self.blocked.contains(tool)
     }
+}
+
+/// Whether a `Host` value (`name[:port]`, IPv6 in brackets) names the loopback interface.
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or(rest, |(ip, _)| ip),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// IPv4-mapped IPv6 peers (dual-stack sockets) are matched as IPv4.

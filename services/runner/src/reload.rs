@@ -98,10 +98,15 @@ impl Reloader {
             return Ok(dest);
         }
         let key = snapshot.key.clone();
-        let archive = self.blob.get(&key).await?.ok_or_else(|| ReloadError::Missing { key: key.clone() })?;
+        let archive =
+            self.blob.get(&key).await?.ok_or_else(|| ReloadError::Missing { key: key.clone() })?;
         let actual = hex::encode(Sha256::digest(&archive));
         if !actual.eq_ignore_ascii_case(&snapshot.digest) {
-            return Err(ReloadError::DigestMismatch { key, expected: snapshot.digest.clone(), actual });
+            return Err(ReloadError::DigestMismatch {
+                key,
+                expected: snapshot.digest.clone(),
+                actual,
+            });
         }
         let tmp = dest.with_extension("partial");
         let unpack_to = tmp.clone();
@@ -121,15 +126,22 @@ impl Reloader {
                 .arg(self.workdir.venv())
                 .output()
                 .await
-                .map_err(|e| ReloadError::Venv { python: self.python.display().to_string(), reason: e.to_string() })?;
+                .map_err(|e| ReloadError::Venv {
+                    python: self.python.display().to_string(),
+                    reason: e.to_string(),
+                })?;
             if !output.status.success() {
                 let reason = String::from_utf8_lossy(&output.stderr).into_owned();
-                return Err(ReloadError::Venv { python: self.python.display().to_string(), reason });
+                return Err(ReloadError::Venv {
+                    python: self.python.display().to_string(),
+                    reason,
+                });
             }
         }
         if !self.site_packages.is_empty() {
             let site = site_packages_dir(&self.workdir.venv())?;
-            let lines: Vec<String> = self.site_packages.iter().map(|p| p.display().to_string()).collect();
+            let lines: Vec<String> =
+                self.site_packages.iter().map(|p| p.display().to_string()).collect();
             std::fs::write(site.join("ramen-base.pth"), lines.join("\n") + "\n")?;
         }
         Ok(())
@@ -182,7 +194,10 @@ fn site_packages_dir(venv: &Path) -> std::io::Result<PathBuf> {
             return Ok(path);
         }
     }
-    Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("no site-packages under {}", lib.display())))
+    Err(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!("no site-packages under {}", lib.display()),
+    ))
 }
 
 /// Unpacks a gzipped tar, refusing entries that would land outside `dest`.
@@ -202,7 +217,10 @@ fn unpack_archive(archive: &[u8], dest: &Path) -> std::io::Result<()> {
         // `unpack_in` refuses absolute paths and `..` components.
         if !entry.unpack_in(dest)? {
             let path = entry.path()?.display().to_string();
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("entry {path} escapes the snapshot")));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("entry {path} escapes the snapshot"),
+            ));
         }
     }
     Ok(())

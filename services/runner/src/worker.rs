@@ -13,15 +13,15 @@ use ramen_telemetry::Metrics;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::SnapshotRef;
+use crate::admin::Control;
 use crate::config::NodeConfig;
+use crate::drain;
 use crate::metrics::NodeMetrics;
 use crate::node::{Identity, Node, Settings};
 use crate::policy::Policy;
-use crate::admin::Control;
 use crate::reload::{Reloaded, Reloader, Workdir};
-use crate::SnapshotRef;
 use crate::runtime::{Runtime, RuntimeSpec, RuntimeState};
-use crate::drain;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
@@ -86,8 +86,15 @@ impl Worker {
             node_metrics.runtime_restarts.clone(),
             stop.child_token(),
         );
-        let policy = Policy::compile(config.policy.clone()).map_err(|e| WorkerError::Config(e.to_string()))?;
-        let node = Arc::new(Node::new(settings(&config), identity(&config), policy, runtime, node_metrics));
+        let policy = Policy::compile(config.policy.clone())
+            .map_err(|e| WorkerError::Config(e.to_string()))?;
+        let node = Arc::new(Node::new(
+            settings(&config),
+            identity(&config),
+            policy,
+            runtime,
+            node_metrics,
+        ));
         let blob = open_blob(&config).await?;
         let reloader = Arc::new(Reloader {
             workdir,
@@ -100,14 +107,25 @@ impl Worker {
         let health = Health::default();
         health.add(RuntimeReady(node.clone()));
         let mcp = crate::mcp::http::router(node.clone(), &config.mcp_path);
-        let (mcp_addr, mcp_server) = serve_http(config.listen, mcp, stop.child_token()).await.map_err(WorkerError::Listen)?;
+        let (mcp_addr, mcp_server) = serve_http(config.listen, mcp, stop.child_token())
+            .await
+            .map_err(WorkerError::Listen)?;
         let admin = admin_router(health.clone(), metrics)
             .merge(axum::Router::new().route("/status", get(status)).with_state(node.clone()));
-        let (admin_addr, admin_server) = serve_http(config.admin, admin, stop.child_token()).await.map_err(WorkerError::Listen)?;
+        let (admin_addr, admin_server) = serve_http(config.admin, admin, stop.child_token())
+            .await
+            .map_err(WorkerError::Listen)?;
 
         let env = config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let control = Arc::new(Control::new(node.clone(), reloader, health.clone(), env, config.drain_timeout));
-        let (grpc_addr, grpc_server) = serve_grpc(config.grpc, control.clone(), stop.child_token()).await?;
+        let control = Arc::new(Control::new(
+            node.clone(),
+            reloader,
+            health.clone(),
+            env,
+            config.drain_timeout,
+        ));
+        let (grpc_addr, grpc_server) =
+            serve_grpc(config.grpc, control.clone(), stop.child_token()).await?;
 
         let worker = Self {
             node,
@@ -139,24 +157,33 @@ impl Worker {
             });
         }
         if !self.config.nats_url.is_empty() {
-            let (node, url, interval) = (self.node.clone(), self.config.nats_url.clone(), self.config.load_report_interval);
-            self.tasks.spawn("load-reports", move |token| crate::load::run(node, url, interval, token));
+            let (node, url, interval) =
+                (self.node.clone(), self.config.nats_url.clone(), self.config.load_report_interval);
+            self.tasks
+                .spawn("load-reports", move |token| crate::load::run(node, url, interval, token));
         }
     }
 
     /// Loads a snapshot (what the admin `Reload` does).
-    pub async fn reload(&self, snapshot: &SnapshotRef) -> Result<Reloaded, crate::reload::ReloadError> {
+    pub async fn reload(
+        &self,
+        snapshot: &SnapshotRef,
+    ) -> Result<Reloaded, crate::reload::ReloadError> {
         self.control.reload(snapshot).await
     }
 
     /// Replaces the live policy (what the admin `UpdatePolicy` does).
-    pub fn update_policy(&self, policy: crate::PolicyConfig) -> Result<bool, crate::policy::PolicyError> {
+    pub fn update_policy(
+        &self,
+        policy: crate::PolicyConfig,
+    ) -> Result<bool, crate::policy::PolicyError> {
         self.control.update_policy(policy)
     }
 
     /// Drains per the config, then stops the servers and the runtime.
     pub async fn shutdown(self) {
-        drain::drain(&self.node, &self.health, self.config.drain_mode, self.config.drain_timeout).await;
+        drain::drain(&self.node, &self.health, self.config.drain_mode, self.config.drain_timeout)
+            .await;
         self.stop_now().await;
     }
 
@@ -176,7 +203,11 @@ impl Worker {
         }
         // Give the runtime supervisor a moment to take its child down.
         let mut state = self.node.runtime.watch();
-        let _ = tokio::time::timeout(Duration::from_secs(6), state.wait_for(|s| !matches!(s, RuntimeState::Ready(_)))).await;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(6),
+            state.wait_for(|s| !matches!(s, RuntimeState::Ready(_))),
+        )
+        .await;
     }
 
     pub fn stop_token(&self) -> CancellationToken {
@@ -190,9 +221,9 @@ async fn serve_grpc(
     stop: CancellationToken,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), WorkerError> {
     use ramen_proto::runner::v1::runner_service_server::RunnerServiceServer;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| WorkerError::Listen(std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"))))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        WorkerError::Listen(std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))
+    })?;
     let bound = listener.local_addr().map_err(WorkerError::Listen)?;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let server = tonic::transport::Server::builder()

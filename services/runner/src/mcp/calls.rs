@@ -54,7 +54,8 @@ pub struct RuntimeRequest {
 impl RuntimeRequest {
     fn frame(&self, rid: u64) -> Vec<u8> {
         let target = serde_json::to_string(&self.target).unwrap_or_else(|_| "\"\"".into());
-        let mut out = format!(r#"{{"id":{rid},"op":"{}","{}":{target}"#, self.op, self.target_field);
+        let mut out =
+            format!(r#"{{"id":{rid},"op":"{}","{}":{target}"#, self.op, self.target_field);
         if let Some(arguments) = &self.arguments {
             out.push_str(r#","arguments":"#);
             out.push_str(arguments);
@@ -106,7 +107,8 @@ pub async fn run(
     let id_text = id.get().to_owned();
     let Some(slot) = node.try_slot() else {
         node.metrics.record(method, &package, "overloaded", started.elapsed().as_secs_f64());
-        let message = format!("node at its cap of {} calls in flight; retry", node.settings.in_flight_cap);
+        let message =
+            format!("node at its cap of {} calls in flight; retry", node.settings.in_flight_cap);
         return Reply::Overloaded(jsonrpc::error(Some(&id_text), OVERLOADED, &message, None));
     };
     let (rid, events) = match node.runtime.call(|rid| request.frame(rid)) {
@@ -202,7 +204,12 @@ impl ActiveCall {
                 (jsonrpc::error(Some(&self.id), err.code, &err.message, err.data.as_ref()), label)
             }
         };
-        self.node.metrics.record(&self.method, &self.package, label, self.started.elapsed().as_secs_f64());
+        self.node.metrics.record(
+            &self.method,
+            &self.package,
+            label,
+            self.started.elapsed().as_secs_f64(),
+        );
         body
     }
 
@@ -214,11 +221,13 @@ impl ActiveCall {
                 let mut message: RuntimeMessage = serde_json::from_str(raw.get()).ok()?;
                 match message.method.as_str() {
                     "notifications/progress" => {
-                        let token = serde_json::from_str(self.progress_token.as_ref()?.get()).ok()?;
+                        let token =
+                            serde_json::from_str(self.progress_token.as_ref()?.get()).ok()?;
                         message.params.insert("progressToken".into(), token);
                     }
                     "notifications/message" => {
-                        let level = message.params.get("level").and_then(Value::as_str).unwrap_or("info");
+                        let level =
+                            message.params.get("level").and_then(Value::as_str).unwrap_or("info");
                         if !self.session.wants_log(level) {
                             return None;
                         }
@@ -230,7 +239,10 @@ impl ActiveCall {
             }
             CallEvent::ServerRequest { rid, request } => {
                 if !self.accepts.sse {
-                    let refusal = RpcError::new(INVALID_REQUEST, "the client accepts no event stream, so it cannot be asked anything");
+                    let refusal = RpcError::new(
+                        INVALID_REQUEST,
+                        "the client accepts no event stream, so it cannot be asked anything",
+                    );
                     self.node.runtime.respond(rid, Err(&refusal));
                     return None;
                 }
@@ -239,7 +251,9 @@ impl ActiveCall {
                 self.session.server_requests.lock().insert(sid.clone(), rid);
                 let params = serde_json::to_string(&message.params).ok()?;
                 let method = serde_json::to_string(&message.method).ok()?;
-                Some(sse_event(&format!(r#"{{"jsonrpc":"2.0","id":{sid},"method":{method},"params":{params}}}"#)))
+                Some(sse_event(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{sid},"method":{method},"params":{params}}}"#
+                )))
             }
             CallEvent::Done(_) => None,
         }

@@ -34,7 +34,8 @@ pub fn router(node: Arc<Node>, path: &str) -> Router {
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
+        .into_response()
 }
 
 fn http_error(status: StatusCode, code: i64, message: &str) -> Response {
@@ -52,10 +53,18 @@ fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Respo
     let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
     let client = policy.client_ip(peer.ip(), forwarded);
     if !policy.ip_ok(client) {
-        return Err(http_error(StatusCode::FORBIDDEN, INVALID_REQUEST, &format!("source address {client} is not allowed")));
+        return Err(http_error(
+            StatusCode::FORBIDDEN,
+            INVALID_REQUEST,
+            &format!("source address {client} is not allowed"),
+        ));
     }
     if !policy.key_ok(header_str(header::AUTHORIZATION)) {
-        let mut response = http_error(StatusCode::UNAUTHORIZED, INVALID_REQUEST, "a valid MCP key is required (Authorization: Bearer <key>)");
+        let mut response = http_error(
+            StatusCode::UNAUTHORIZED,
+            INVALID_REQUEST,
+            "a valid MCP key is required (Authorization: Bearer <key>)",
+        );
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static(r#"Bearer realm="ramen", error="invalid_token""#),
@@ -65,7 +74,10 @@ fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Respo
     if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
         && !SUPPORTED_VERSIONS.contains(&version)
     {
-        let message = format!("unsupported MCP-Protocol-Version {version:?}; supported: {}", SUPPORTED_VERSIONS.join(", "));
+        let message = format!(
+            "unsupported MCP-Protocol-Version {version:?}; supported: {}",
+            SUPPORTED_VERSIONS.join(", ")
+        );
         return Err(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, &message));
     }
     Ok(())
@@ -74,11 +86,19 @@ fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Respo
 /// The session named by `Mcp-Session-Id`: 400 when absent, 404 when unknown or ended.
 fn session(node: &Node, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
-        return Err(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, "Mcp-Session-Id header is required; send initialize first"));
+        return Err(http_error(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            "Mcp-Session-Id header is required; send initialize first",
+        ));
     };
-    node.sessions
-        .get(id)
-        .ok_or_else(|| http_error(StatusCode::NOT_FOUND, INVALID_REQUEST, "session not found or ended; initialize a new one"))
+    node.sessions.get(id).ok_or_else(|| {
+        http_error(
+            StatusCode::NOT_FOUND,
+            INVALID_REQUEST,
+            "session not found or ended; initialize a new one",
+        )
+    })
 }
 
 fn accepts(headers: &HeaderMap) -> Accepts {
@@ -106,26 +126,47 @@ async fn post_mcp(
     }
     let accepts = accepts(&headers);
     if !accepts.json && !accepts.sse {
-        return http_error(StatusCode::NOT_ACCEPTABLE, INVALID_REQUEST, "Accept must include application/json and text/event-stream");
+        return http_error(
+            StatusCode::NOT_ACCEPTABLE,
+            INVALID_REQUEST,
+            "Accept must include application/json and text/event-stream",
+        );
     }
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
     if !is_json {
-        return http_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST, "Content-Type must be application/json");
+        return http_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
     }
     let limit = node.settings.max_body_bytes;
     let Ok(bytes) = to_bytes(body, limit).await else {
-        return http_error(StatusCode::PAYLOAD_TOO_LARGE, INVALID_REQUEST, &format!("request body above the {limit}-byte limit"));
+        return http_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            INVALID_REQUEST,
+            &format!("request body above the {limit}-byte limit"),
+        );
     };
     let message = match jsonrpc::parse(&bytes) {
         Ok(message) => message,
         Err(ParseError::Json(reason)) => {
-            return http_error(StatusCode::BAD_REQUEST, PARSE_ERROR, &format!("parse error: {reason}"));
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                &format!("parse error: {reason}"),
+            );
         }
         Err(ParseError::Invalid { reason, id }) => {
-            let body = jsonrpc::error(id.as_deref(), INVALID_REQUEST, &format!("invalid request: {reason}"), None);
+            let body = jsonrpc::error(
+                id.as_deref(),
+                INVALID_REQUEST,
+                &format!("invalid request: {reason}"),
+                None,
+            );
             return json_response(StatusCode::BAD_REQUEST, body);
         }
     };
@@ -136,7 +177,11 @@ async fn post_mcp(
         Ok(session) => session,
         Err(_) if matches!(message, Incoming::Request { method: "server/discover", .. }) => {
             // A client probing a newer revision falls back to initialize on this error.
-            return http_error(StatusCode::BAD_REQUEST, METHOD_NOT_FOUND, "server/discover is not supported; initialize (MCP 2025-11-25)");
+            return http_error(
+                StatusCode::BAD_REQUEST,
+                METHOD_NOT_FOUND,
+                "server/discover is not supported; initialize (MCP 2025-11-25)",
+            );
         }
         Err(refused) => return refused,
     };
@@ -152,10 +197,18 @@ async fn post_mcp(
         Incoming::Request { id, method, params } => {
             if node.is_draining() {
                 node.sessions.remove(&session.id);
-                return http_error(StatusCode::NOT_FOUND, INVALID_REQUEST, "this node is shutting down; initialize a new session");
+                return http_error(
+                    StatusCode::NOT_FOUND,
+                    INVALID_REQUEST,
+                    "this node is shutting down; initialize a new session",
+                );
             }
             let span = tracing::info_span!("mcp.request", method, session = %session.id);
-            let reply = tracing::Instrument::instrument(methods::dispatch(&node, &session, id, method, params, accepts), span).await;
+            let reply = tracing::Instrument::instrument(
+                methods::dispatch(&node, &session, id, method, params, accepts),
+                span,
+            )
+            .await;
             into_response(reply)
         }
     }
@@ -194,11 +247,16 @@ struct InitializeParams {
 
 fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue>) -> Response {
     if node.is_draining() {
-        let mut response = http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, "this node is shutting down; retry");
+        let mut response = http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            INVALID_REQUEST,
+            "this node is shutting down; retry",
+        );
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     }
-    let params: InitializeParams = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
+    let params: InitializeParams =
+        params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
     let version = if SUPPORTED_VERSIONS.contains(&params.protocol_version.as_str()) {
         params.protocol_version.as_str()
     } else {
@@ -206,16 +264,19 @@ fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue
     };
     let session = match node.sessions.create(version, node.settings.max_sessions) {
         Ok(session) => session,
-        Err(full) => return http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, &full.to_string()),
+        Err(full) => {
+            return http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, &full.to_string());
+        }
     };
     node.metrics.sessions.set(node.sessions.len() as i64);
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": {
             "tools": { "listChanged": true },
-            "resources": { "listChanged": true },
+            "resources": { "listChanged": true, "subscribe": true },
             "prompts": { "listChanged": true },
             "logging": {},
+            "completions": {},
         },
         "serverInfo": { "name": node.settings.server_name, "version": env!("CARGO_PKG_VERSION") },
     });
@@ -229,7 +290,12 @@ fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue
     response
 }
 
-fn notification(node: &Node, session: &Session, method: &str, params: Option<&serde_json::value::RawValue>) {
+fn notification(
+    node: &Node,
+    session: &Session,
+    method: &str,
+    params: Option<&serde_json::value::RawValue>,
+) {
     if method != "notifications/cancelled" {
         return; // initialized, progress, roots/list_changed: nothing for the node to do
     }
@@ -238,7 +304,8 @@ fn notification(node: &Node, session: &Session, method: &str, params: Option<&se
         #[serde(rename = "requestId")]
         request_id: Box<serde_json::value::RawValue>,
     }
-    let Some(cancelled) = params.and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok()) else {
+    let Some(cancelled) = params.and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+    else {
         return;
     };
     let rid = session.calls.lock().get(cancelled.request_id.get()).copied();
@@ -259,8 +326,9 @@ fn client_response(
     match (result, error) {
         (Some(result), _) => node.runtime.respond(rid, Ok(result)),
         (None, Some(error)) => {
-            let error = serde_json::from_str(error.get())
-                .unwrap_or_else(|_| crate::runtime::RpcError::new(INVALID_REQUEST, "malformed error from client"));
+            let error = serde_json::from_str(error.get()).unwrap_or_else(|_| {
+                crate::runtime::RpcError::new(INVALID_REQUEST, "malformed error from client")
+            });
             node.runtime.respond(rid, Err(&error));
         }
         (None, None) => {}
@@ -276,17 +344,27 @@ async fn get_mcp(
         return refused;
     }
     if !accepts(&headers).sse {
-        return http_error(StatusCode::NOT_ACCEPTABLE, INVALID_REQUEST, "GET opens an event stream: Accept must include text/event-stream");
+        return http_error(
+            StatusCode::NOT_ACCEPTABLE,
+            INVALID_REQUEST,
+            "GET opens an event stream: Accept must include text/event-stream",
+        );
     }
     let session = match session(&node, &headers) {
         Ok(session) => session,
         Err(refused) => return refused,
     };
-    let events = BroadcastStream::new(session.stream.subscribe()).filter_map(|event| async move { event.ok() });
+    // `None` marks the end of the session's events (its last handle is gone): `select` alone
+    // would go on with the keep-alives, holding the connection (and a graceful shutdown).
+    let events = BroadcastStream::new(session.stream.subscribe())
+        .filter_map(|event| async move { event.ok().map(Some) })
+        .chain(futures::stream::once(async { None }));
     drop(session); // the stream ends when the session does
     let keepalive = tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(KEEPALIVE))
-        .map(|_| Bytes::from_static(b": keep-alive\n\n"));
-    let merged = futures::stream::select(events, keepalive).map(Ok::<_, Infallible>);
+        .map(|_| Some(Bytes::from_static(b": keep-alive\n\n")));
+    let merged = futures::stream::select(events, keepalive)
+        .take_while(|event| futures::future::ready(event.is_some()))
+        .filter_map(|event| async move { event.map(Ok::<_, Infallible>) });
     let merged = take_until_closed(merged, node, headers);
     sse_response(Body::from_stream(merged))
 }
@@ -298,7 +376,8 @@ fn take_until_closed(
     node: Arc<Node>,
     headers: HeaderMap,
 ) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    let id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let id =
+        headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     stream.take_while(move |_| {
         let open = node.sessions.contains(&id);
         async move { open }

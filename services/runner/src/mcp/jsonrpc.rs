@@ -15,10 +15,21 @@ pub const OVERLOADED: i64 = -32000;
 /// A message from the client, borrowed from the request body.
 #[derive(Debug)]
 pub enum Incoming<'a> {
-    Request { id: &'a RawValue, method: &'a str, params: Option<&'a RawValue> },
-    Notification { method: &'a str, params: Option<&'a RawValue> },
+    Request {
+        id: &'a RawValue,
+        method: &'a str,
+        params: Option<&'a RawValue>,
+    },
+    Notification {
+        method: &'a str,
+        params: Option<&'a RawValue>,
+    },
     /// The client's answer to a request the server sent it (sampling, elicitation).
-    Response { id: &'a RawValue, result: Option<&'a RawValue>, error: Option<&'a RawValue> },
+    Response {
+        id: &'a RawValue,
+        result: Option<&'a RawValue>,
+        error: Option<&'a RawValue>,
+    },
 }
 
 #[derive(Debug, PartialEq)]
@@ -53,7 +64,11 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
         return Err(invalid("batches are not supported; send one JSON-RPC message per POST", None));
     }
     let raw: Raw<'_> = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() { invalid(&format!("not a JSON-RPC object: {e}"), None) } else { ParseError::Json(e.to_string()) }
+        if e.is_data() {
+            invalid(&format!("not a JSON-RPC object: {e}"), None)
+        } else {
+            ParseError::Json(e.to_string())
+        }
     })?;
     let id = raw.id;
     let id_text = id.map(|i| i.get().to_owned());
@@ -63,7 +78,8 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
     if let Some(id) = id {
         let text = id.get();
         let is_string = text.starts_with('"');
-        let is_integer = text.bytes().enumerate().all(|(i, b)| b.is_ascii_digit() || (i == 0 && b == b'-'));
+        let is_integer =
+            text.bytes().enumerate().all(|(i, b)| b.is_ascii_digit() || (i == 0 && b == b'-'));
         if !(is_string || is_integer) || text == "-" {
             return Err(invalid("`id` must be a string or an integer", None));
         }
@@ -85,7 +101,9 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
         (None, Some(id)) if raw.result.is_some() || raw.error.is_some() => {
             Ok(Incoming::Response { id, result: raw.result, error: raw.error })
         }
-        _ => Err(invalid("a message needs a `method`, or an `id` with `result` or `error`", id_text)),
+        _ => {
+            Err(invalid("a message needs a `method`, or an `id` with `result` or `error`", id_text))
+        }
     }
 }
 
@@ -105,7 +123,12 @@ pub fn result(id: &str, result: &str) -> String {
 }
 
 /// `{"jsonrpc":"2.0","id":<id or null>,"error":{code,message[,data]}}`.
-pub fn error(id: Option<&str>, code: i64, message: &str, data: Option<&serde_json::Value>) -> String {
+pub fn error(
+    id: Option<&str>,
+    code: i64,
+    message: &str,
+    data: Option<&serde_json::Value>,
+) -> String {
     let mut error = serde_json::json!({ "code": code, "message": message });
     if let Some(data) = data {
         error["data"] = data.clone();
@@ -140,19 +163,39 @@ mod tests {
         assert!(matches!(parse(b"{nope"), Err(ParseError::Json(_))));
         assert!(matches!(parse(b"42"), Err(ParseError::Invalid { .. })));
         assert!(matches!(parse(br#"{"id":1,"method":"ping"}"#), Err(ParseError::Invalid { .. })));
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#), Err(ParseError::Invalid { .. })));
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#), Err(ParseError::Invalid { .. })));
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"method":3}"#), Err(ParseError::Invalid { .. })));
-        assert!(matches!(parse(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#), Err(ParseError::Invalid { .. })));
-        assert!(matches!(parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#), Err(ParseError::Invalid { .. })));
-        let Err(ParseError::Invalid { id, .. }) = parse(br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#) else { panic!() };
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#),
+            Err(ParseError::Invalid { .. })
+        ));
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
+            Err(ParseError::Invalid { .. })
+        ));
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":3}"#),
+            Err(ParseError::Invalid { .. })
+        ));
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
+            Err(ParseError::Invalid { .. })
+        ));
+        assert!(matches!(
+            parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            Err(ParseError::Invalid { .. })
+        ));
+        let Err(ParseError::Invalid { id, .. }) =
+            parse(br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#)
+        else {
+            panic!()
+        };
         assert_eq!(id.as_deref(), Some("\"a\""));
     }
 
     #[test]
     fn builds_responses() {
         assert_eq!(result("3", "{}"), r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
-        let e: serde_json::Value = serde_json::from_str(&error(None, PARSE_ERROR, "bad", None)).unwrap();
+        let e: serde_json::Value =
+            serde_json::from_str(&error(None, PARSE_ERROR, "bad", None)).unwrap();
         assert_eq!(e["error"]["code"], PARSE_ERROR);
         assert!(e["id"].is_null());
     }

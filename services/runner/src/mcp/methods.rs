@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use super::calls::{self, Accepts, Reply};
 use super::jsonrpc::{self, INVALID_PARAMS, METHOD_NOT_FOUND};
 use super::session::{Session, log_level_rank};
+use super::utilities;
 use crate::catalog::Kind;
 use crate::node::Node;
 
@@ -34,8 +35,12 @@ pub async fn dispatch(
         "tools/list" => list(node, id_text, params, Kind::Tools, "tools"),
         "prompts/list" => list(node, id_text, params, Kind::Prompts, "prompts"),
         "resources/list" => list(node, id_text, params, Kind::Resources, "resources"),
-        "resources/templates/list" => list(node, id_text, params, Kind::ResourceTemplates, "resourceTemplates"),
+        "resources/templates/list" => {
+            list(node, id_text, params, Kind::ResourceTemplates, "resourceTemplates")
+        }
         "logging/setLevel" => set_level(session, id_text, params),
+        "completion/complete" => utilities::complete(id_text, params),
+        "resources/subscribe" | "resources/unsubscribe" => utilities::subscription(id_text, params),
         "tools/call" | "resources/read" | "prompts/get" => {
             return runtime_bound(node, session, id, method, params, accepts, started).await;
         }
@@ -49,13 +54,20 @@ pub async fn dispatch(
     reply
 }
 
-fn list(node: &Node, id: &str, params: Option<&RawValue>, kind: Kind, field: &str) -> (Reply, String, &'static str) {
+fn list(
+    node: &Node,
+    id: &str,
+    params: Option<&RawValue>,
+    kind: Kind,
+    field: &str,
+) -> (Reply, String, &'static str) {
     #[derive(Deserialize, Default)]
     struct Params {
         #[serde(default)]
         cursor: Option<String>,
     }
-    let params: Params = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
+    let params: Params =
+        params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
     let offset = match params.cursor.as_deref().map(decode_cursor) {
         None => 0,
         Some(Some(offset)) => offset,
@@ -82,7 +94,11 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
     std::str::from_utf8(&raw).ok()?.strip_prefix("o:")?.parse().ok()
 }
 
-fn set_level(session: &Session, id: &str, params: Option<&RawValue>) -> (Reply, String, &'static str) {
+fn set_level(
+    session: &Session,
+    id: &str,
+    params: Option<&RawValue>,
+) -> (Reply, String, &'static str) {
     #[derive(Deserialize)]
     struct Params {
         level: String,
@@ -93,7 +109,15 @@ fn set_level(session: &Session, id: &str, params: Option<&RawValue>) -> (Reply, 
             session.log_level.store(rank, Ordering::Relaxed);
             (Reply::json(jsonrpc::result(id, "{}")), String::new(), "ok")
         }
-        None => (Reply::error(id, INVALID_PARAMS, "`level` must be one of debug, info, notice, warning, error, critical, alert, emergency"), String::new(), "error"),
+        None => (
+            Reply::error(
+                id,
+                INVALID_PARAMS,
+                "`level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
+            ),
+            String::new(),
+            "error",
+        ),
     }
 }
 
@@ -127,7 +151,8 @@ async fn runtime_bound(
     started: Instant,
 ) -> Reply {
     let id_text = id.get();
-    let Some(params) = params.and_then(|p| serde_json::from_str::<NamedParams>(p.get()).ok()) else {
+    let Some(params) = params.and_then(|p| serde_json::from_str::<NamedParams>(p.get()).ok())
+    else {
         node.metrics.record(method, "", "error", started.elapsed().as_secs_f64());
         return Reply::error(id_text, INVALID_PARAMS, "missing or malformed params");
     };
@@ -153,9 +178,24 @@ async fn runtime_bound(
     });
     if hidden {
         node.metrics.blocked_calls.inc();
-        node.metrics.record(method, package.unwrap_or_default(), "blocked", started.elapsed().as_secs_f64());
-        let what = if method == "resources/read" { "resource" } else if method == "prompts/get" { "prompt" } else { "tool" };
-        return Reply::error(id_text, METHOD_NOT_FOUND, &format!("{what} `{target}` is blocked on this environment"));
+        node.metrics.record(
+            method,
+            package.unwrap_or_default(),
+            "blocked",
+            started.elapsed().as_secs_f64(),
+        );
+        let what = if method == "resources/read" {
+            "resource"
+        } else if method == "prompts/get" {
+            "prompt"
+        } else {
+            "tool"
+        };
+        return Reply::error(
+            id_text,
+            METHOD_NOT_FOUND,
+            &format!("{what} `{target}` is blocked on this environment"),
+        );
     }
     let request = calls::RuntimeRequest {
         op: match method {
@@ -168,5 +208,15 @@ async fn runtime_bound(
         arguments: params.arguments.map(|a| a.get().to_owned()),
         progress_token: params.meta.and_then(|m| m.progress_token),
     };
-    calls::run(node, session, id, method, package.unwrap_or_default().to_owned(), request, accepts, started).await
+    calls::run(
+        node,
+        session,
+        id,
+        method,
+        package.unwrap_or_default().to_owned(),
+        request,
+        accepts,
+        started,
+    )
+    .await
 }

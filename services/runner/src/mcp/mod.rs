@@ -5,3 +5,4 @@ pub mod http;
 pub mod jsonrpc;
 mod methods;
 pub mod session;
+mod utilities;

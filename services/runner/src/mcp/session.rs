@@ -16,7 +16,8 @@ pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-
 pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
 /// RFC 5424 levels as MCP names them, lowest first.
-pub const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+pub const LOG_LEVELS: [&str; 8] =
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 pub fn log_level_rank(level: &str) -> Option<u8> {
     LOG_LEVELS.iter().position(|l| *l == level).map(|i| i as u8)

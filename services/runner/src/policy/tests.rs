@@ -31,12 +31,16 @@ fn allow_list_covers_v4_v6_and_mapped_addresses() {
     assert!(p.ip_ok("192.0.2.7".parse().unwrap()));
     assert!(!p.ip_ok("192.0.2.8".parse().unwrap()));
     assert!(!p.ip_ok("11.0.0.1".parse().unwrap()));
-    assert!(policy(PolicyConfig::default()).ip_ok("203.0.113.1".parse().unwrap()), "empty allows all");
+    assert!(
+        policy(PolicyConfig::default()).ip_ok("203.0.113.1".parse().unwrap()),
+        "empty allows all"
+    );
 }
 
 #[test]
 fn forwarded_for_is_believed_only_from_trusted_proxies() {
-    let p = policy(PolicyConfig { trusted_proxies: vec!["127.0.0.1/32".into()], ..Default::default() });
+    let p =
+        policy(PolicyConfig { trusted_proxies: vec!["127.0.0.1/32".into()], ..Default::default() });
     let proxy = "127.0.0.1".parse().unwrap();
     let stranger = "198.51.100.9".parse().unwrap();
     assert_eq!(p.client_ip(proxy, Some("203.0.113.5")), "203.0.113.5".parse::<IpAddr>().unwrap());
@@ -51,11 +55,20 @@ fn forwarded_for_is_believed_only_from_trusted_proxies() {
 
 #[test]
 fn origins() {
-    let p = policy(PolicyConfig { allowed_origins: vec!["https://console.example".into()], ..Default::default() });
+    let p = policy(PolicyConfig {
+        allowed_origins: vec!["https://console.example".into()],
+        ..Default::default()
+    });
     assert!(p.origin_ok(None, Some("node:8000")));
     assert!(p.origin_ok(Some("https://console.example/"), Some("node:8000")));
-    assert!(p.origin_ok(Some("http://node:8000"), Some("node:8000")));
     assert!(!p.origin_ok(Some("http://evil.example"), Some("node:8000")));
+    // DNS rebinding: the attacker's name resolves to the node, so Origin and Host agree.
+    assert!(!p.origin_ok(Some("http://evil.example:8000"), Some("evil.example:8000")));
+    assert!(!p.origin_ok(Some("http://node:8000"), Some("node:8000")), "same-origin, not local");
+    for local in ["localhost:8000", "127.0.0.1:8000", "[::1]:8000", "LOCALHOST", "127.0.0.1"] {
+        assert!(p.origin_ok(Some(&format!("http://{local}")), Some(local)), "{local}");
+    }
+    assert!(!p.origin_ok(Some("http://localhost:9999"), Some("localhost:8000")), "other port");
 }
 
 #[test]
@@ -72,8 +85,14 @@ fn blocked_and_disabled() {
 
 #[test]
 fn bad_entries_are_named() {
-    let err = Policy::compile(PolicyConfig { ip_allow: vec!["10.0.0.0/33".into()], ..Default::default() }).unwrap_err();
+    let err = Policy::compile(PolicyConfig {
+        ip_allow: vec!["10.0.0.0/33".into()],
+        ..Default::default()
+    })
+    .unwrap_err();
     assert_eq!(err, PolicyError::BadCidr("10.0.0.0/33".into()));
-    let err = Policy::compile(PolicyConfig { key_hashes: vec!["abc".into()], ..Default::default() }).unwrap_err();
+    let err =
+        Policy::compile(PolicyConfig { key_hashes: vec!["abc".into()], ..Default::default() })
+            .unwrap_err();
     assert_eq!(err, PolicyError::BadKeyHash("abc".into()));
 }

@@ -38,7 +38,10 @@ pub enum CallEvent {
     Notification(Box<RawValue>),
     /// A request the tool makes of the client (sampling, elicitation), as
     /// `{"rid", "method", "params"}`: answer with [`Calls::respond`] using `rid`.
-    ServerRequest { rid: u64, request: Box<RawValue> },
+    ServerRequest {
+        rid: u64,
+        request: Box<RawValue>,
+    },
     Done(Result<Box<RawValue>, RpcError>),
 }
 
@@ -51,7 +54,11 @@ pub(crate) struct Calls {
 
 impl Calls {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { next_id: AtomicU64::new(1), pending: Default::default(), writer: Mutex::new(None) })
+        Arc::new(Self {
+            next_id: AtomicU64::new(1),
+            pending: Default::default(),
+            writer: Mutex::new(None),
+        })
     }
 
     /// Points the multiplexer at a freshly started runtime's stdin.
@@ -88,7 +95,10 @@ impl Calls {
         let sent = self.writer.lock().as_ref().is_some_and(|w| w.send(frame).is_ok());
         if !sent {
             self.pending.lock().remove(&id);
-            return Err(RpcError::new(INTERNAL, "the Python runtime is not running; retry shortly"));
+            return Err(RpcError::new(
+                INTERNAL,
+                "the Python runtime is not running; retry shortly",
+            ));
         }
         Ok((id, rx))
     }
@@ -151,7 +161,9 @@ impl Calls {
         let outcome = match (incoming.result, incoming.error) {
             (Some(result), _) => Ok(result),
             (None, Some(error)) => Err(error),
-            (None, None) => Err(RpcError::new(INTERNAL, "runtime answered with neither result nor error")),
+            (None, None) => {
+                Err(RpcError::new(INTERNAL, "runtime answered with neither result nor error"))
+            }
         };
         if let Some(sender) = self.pending.lock().remove(&id) {
             let _ = sender.try_send(CallEvent::Done(outcome));

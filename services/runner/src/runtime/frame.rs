@@ -25,10 +25,15 @@ pub enum FrameError {
 }
 
 /// Reads one frame into `buf` (reused between calls to avoid an allocation per frame).
-pub async fn read<R: AsyncRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>) -> Result<(), FrameError> {
+pub async fn read<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> Result<(), FrameError> {
     let len = match reader.read_u32().await {
         Ok(len) => len as usize,
-        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(FrameError::Closed);
+        }
         Err(err) => return Err(err.into()),
     };
     if len > MAX_FRAME {

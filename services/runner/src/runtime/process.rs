@@ -73,7 +73,10 @@ impl Supervisor {
                     continue;
                 }
                 Ended::Failed(reason) => {
-                    self.calls.fail_all(RpcError::new(INTERNAL, "the Python runtime is restarting; retry the call"));
+                    self.calls.fail_all(RpcError::new(
+                        INTERNAL,
+                        "the Python runtime is restarting; retry the call",
+                    ));
                     tracing::warn!(%reason, retry_in = ?backoff, "python runtime failed");
                     self.state.send_replace(RuntimeState::Failed(reason.clone()));
                     for reply in waiting.drain(..) {
@@ -209,7 +212,8 @@ impl Supervisor {
             }
             let _ = child.kill().await;
         }
-        self.calls.fail_all(RpcError::new(INTERNAL, "the Python runtime was restarted; retry the call"));
+        self.calls
+            .fail_all(RpcError::new(INTERNAL, "the Python runtime was restarted; retry the call"));
     }
 
     fn exit_reason(&self, what: &str, status: std::io::Result<std::process::ExitStatus>) -> String {
@@ -254,7 +258,11 @@ async fn write_frames(stdin: ChildStdin, mut frames: mpsc::UnboundedReceiver<Byt
     }
 }
 
-async fn read_frames(stdout: ChildStdout, calls: Arc<Calls>, ready: oneshot::Sender<Result<Report, String>>) {
+async fn read_frames(
+    stdout: ChildStdout,
+    calls: Arc<Calls>,
+    ready: oneshot::Sender<Result<Report, String>>,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::with_capacity(4096);
     let mut ready = Some(ready);
@@ -276,7 +284,10 @@ async fn read_frames(stdout: ChildStdout, calls: Arc<Calls>, ready: oneshot::Sen
             let report = incoming
                 .report
                 .ok_or_else(|| "ready frame without a report".to_owned())
-                .and_then(|raw| serde_json::from_str::<Report>(raw.get()).map_err(|e| format!("unreadable report: {e}")));
+                .and_then(|raw| {
+                    serde_json::from_str::<Report>(raw.get())
+                        .map_err(|e| format!("unreadable report: {e}"))
+                });
             if let Some(ready) = ready.take() {
                 let _ = ready.send(report);
             }

@@ -43,6 +43,9 @@ pub struct LoadError {
 impl Report {
     /// Packages that failed to load, by name: a deploy's smoke test fails on any.
     pub fn load_errors(&self) -> Vec<(&str, &LoadError)> {
-        self.packages.iter().filter_map(|p| p.error.as_ref().map(|e| (p.name.as_str(), e))).collect()
+        self.packages
+            .iter()
+            .filter_map(|p| p.error.as_ref().map(|e| (p.name.as_str(), e)))
+            .collect()
     }
 }

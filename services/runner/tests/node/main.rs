@@ -1,6 +1,15 @@
 //! Integration tests of the worker node against the real Python runtime, driven over HTTP
 //! (raw requests for transport rules) and by the official Python MCP client.
 
+mod pyclient;
 mod support;
 
+mod access;
+mod blocking;
+mod crash;
+mod drain;
+mod errors;
+mod limits;
+mod official;
+mod reload;
 mod transport;

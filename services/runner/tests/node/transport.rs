@@ -5,15 +5,25 @@ use serde_json::{Value, json};
 
 use crate::support::{self, KEY};
 
+const SUPPORTED: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
 pub struct Raw {
     pub http: reqwest::Client,
     pub url: String,
     pub session: Option<String>,
+    /// The revision sent in `initialize` and, after it, in `MCP-Protocol-Version`
+    /// (`None` after initialize: no header, as 2025-03-26 clients may do).
+    pub version: Option<&'static str>,
 }
 
 impl Raw {
     pub fn new(url: &str) -> Self {
-        Self { http: reqwest::Client::new(), url: url.to_owned(), session: None }
+        Self {
+            http: reqwest::Client::new(),
+            url: url.to_owned(),
+            session: None,
+            version: Some("2025-11-25"),
+        }
     }
 
     pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
@@ -25,7 +35,10 @@ impl Raw {
             .header(CONTENT_TYPE, "application/json")
             .body(body.to_string());
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+            request = request.header("mcp-session-id", session);
+            if let Some(version) = self.version {
+                request = request.header("mcp-protocol-version", version);
+            }
         }
         request
     }
@@ -33,20 +46,35 @@ impl Raw {
     pub async fn initialize(&mut self) -> Value {
         let response = self
             .post(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-                "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}))
+                "protocolVersion":self.version.unwrap_or("2025-03-26"),"capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}))
             .send()
             .await
             .unwrap();
         assert_eq!(response.status(), 200);
         self.session = Some(response.headers()["mcp-session-id"].to_str().unwrap().to_owned());
         let body: Value = response.json().await.unwrap();
-        let ack = self.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).send().await.unwrap();
+        if self.version.is_some() {
+            // Later requests carry the negotiated revision, as a real client's do.
+            self.version = body["result"]["protocolVersion"]
+                .as_str()
+                .and_then(|v| SUPPORTED.iter().find(|s| **s == v))
+                .copied();
+        }
+        let ack = self
+            .post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(ack.status(), 202);
         body
     }
 
     pub async fn call(&self, id: u64, method: &str, params: Value) -> Value {
-        let response = self.post(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})).send().await.unwrap();
+        let response = self
+            .post(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200, "{method}");
         response.json().await.unwrap()
     }
@@ -61,11 +89,65 @@ async fn initialize_list_and_call() {
     assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
 
     let tools = raw.call(1, "tools/list", json!({})).await;
-    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert!(names.contains(&"notes.add"), "{names:?}");
 
-    let sum = raw.call(2, "tools/call", json!({"name":"notes.add","arguments":{"a":2,"b":40}})).await;
+    let sum =
+        raw.call(2, "tools/call", json!({"name":"notes.add","arguments":{"a":2,"b":40}})).await;
     assert_eq!(sum["id"], 2);
     assert_eq!(sum["result"]["structuredContent"]["result"], 42, "{sum}");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn clients_on_older_revisions_are_accepted() {
+    let node = support::start("examples/hello-repo", |_| {}).await;
+    for version in ["2025-06-18", "2025-03-26"] {
+        let mut raw = Raw::new(&node.url);
+        raw.version = Some(version);
+        let init = raw.initialize().await;
+        assert_eq!(
+            init["result"]["protocolVersion"], version,
+            "the node speaks the client's revision"
+        );
+        let sum =
+            raw.call(1, "tools/call", json!({"name":"notes.add","arguments":{"a":1,"b":2}})).await;
+        assert_eq!(sum["result"]["structuredContent"]["result"], 3, "{version}: {sum}");
+    }
+    // A 2025-03-26 client may send no MCP-Protocol-Version at all.
+    let mut raw = Raw::new(&node.url);
+    raw.version = None;
+    raw.initialize().await;
+    let tools = raw.call(1, "tools/list", json!({})).await;
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 7), "{tools}");
+    // A revision the node does not know is answered with the newest it speaks.
+    let mut raw = Raw::new(&node.url);
+    raw.version = Some("2099-01-01");
+    let init = raw.initialize().await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn server_discover_probe_gets_a_json_rpc_error() {
+    let node = support::start("examples/hello-repo", |_| {}).await;
+    let raw = Raw::new(&node.url);
+    let probe = json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}});
+    let response = raw.post(&probe).send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32601, "{body}");
+    // The official client stamps the probe with the revision it probes for.
+    let response =
+        raw.post(&probe).header("mcp-protocol-version", "2026-07-28").send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert!(body["error"]["code"].as_i64().is_some_and(|c| c < 0), "a JSON-RPC error: {body}");
     node.stop().await;
 }

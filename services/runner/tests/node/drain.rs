@@ -1,0 +1,128 @@
+//! Draining: readiness fails at once and no new sessions start; `complete` lets running calls
+//! finish (up to the drain timeout), `interrupt` cancels them at once.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ramen_config::DrainMode;
+use ramen_testkit::eventually;
+use serde_json::{Value, json};
+
+use crate::pyclient::{Driver, error_code};
+use crate::support::{self, TestNode};
+use crate::transport::Raw;
+
+const SLOW_REPO: &str = "services/runner/tests/fixtures/slow-repo";
+
+/// A slow-repo node whose `slow.sleep` writes what it observed to a file (which outlives the
+/// runtime, stopped with the node); returns the node and that file.
+async fn start(mode: DrainMode, timeout: Duration) -> (TestNode, PathBuf) {
+    let node = support::start(SLOW_REPO, move |config| {
+        config.drain_mode = mode;
+        config.drain_timeout = timeout;
+        let events = config.workdir.with_file_name("slow-events");
+        config.env.insert("SLOW_EVENTS".into(), events.display().to_string());
+    })
+    .await;
+    let events = node.dir.path().join("slow-events");
+    (node, events)
+}
+
+fn events(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// Starts `slow.sleep` through the official client and waits until the tool runs.
+async fn sleeping(node: &TestNode, events_file: &Path, seconds: f64) -> Driver {
+    let (mut client, _) = Driver::connect(&node.url).await;
+    // Listed first, as clients do: otherwise the SDK lists tools after the result arrives
+    // (to validate it against the output schema), and during a drain that finds no session.
+    client.list().await;
+    client.start("sleep", "slow.sleep", json!({"seconds": seconds})).await;
+    eventually("the sleep is running", Duration::from_secs(10), || async {
+        if events(events_file) == ["started"] { Ok(()) } else { Err(events(events_file)) }
+    })
+    .await;
+    assert_eq!(node.node().in_flight(), 1);
+    client
+}
+
+/// Begins the drain in the background; returns once readiness already fails.
+async fn begin_drain(node: &mut TestNode) -> tokio::task::JoinHandle<Duration> {
+    let worker = node.worker.take().unwrap();
+    let admin = format!("http://{}/readyz", worker.admin_addr);
+    let drain = tokio::spawn(async move {
+        let started = Instant::now();
+        worker.shutdown().await;
+        started.elapsed()
+    });
+    eventually("readiness fails", Duration::from_secs(2), || async {
+        let status = reqwest::get(&admin).await.map(|r| r.status().as_u16());
+        if status.as_ref().is_ok_and(|s| *s == 503) { Ok(()) } else { Err(status) }
+    })
+    .await;
+    drain
+}
+
+async fn initialize_status(url: &str) -> (u16, Option<String>) {
+    let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
+    let response = Raw::new(url).post(&body).send().await.unwrap();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    (response.status().as_u16(), retry_after)
+}
+
+#[tokio::test]
+async fn complete_drain_lets_the_running_call_finish() {
+    let (mut node, events_file) = start(DrainMode::Complete, Duration::from_secs(30)).await;
+    let mut client = sleeping(&node, &events_file, 2.0).await;
+    let url = node.url.clone();
+    let inner = node.worker().node.clone();
+
+    let drain = begin_drain(&mut node).await;
+    assert_eq!(inner.in_flight(), 1, "readiness failed while the call still runs");
+    let (status, retry_after) = initialize_status(&url).await;
+    assert_eq!(status, 503, "no new sessions while draining");
+    assert!(retry_after.is_some());
+
+    let outcome = client.join("sleep").await;
+    assert_eq!(outcome["result"]["structuredContent"]["result"], "slept 2.0", "{outcome}");
+    let took = drain.await.unwrap();
+    assert!(took < Duration::from_secs(6), "the drain ends when the call does: {took:?}");
+    assert_eq!(events(&events_file), ["started", "finished"]);
+    drop(client);
+}
+
+#[tokio::test]
+async fn complete_drain_cancels_what_outlives_the_timeout() {
+    let (mut node, events_file) = start(DrainMode::Complete, Duration::from_secs(1)).await;
+    let mut client = sleeping(&node, &events_file, 60.0).await;
+    let drain = begin_drain(&mut node).await;
+    let outcome = client.join("sleep").await;
+    assert!(error_code(&outcome).is_some(), "the client gets an error, not a hang: {outcome}");
+    let took = drain.await.unwrap();
+    assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(6), "{took:?}");
+    assert_eq!(
+        events(&events_file),
+        ["started", "cancelled"],
+        "the tool was cancelled at the timeout"
+    );
+    drop(client);
+}
+
+#[tokio::test]
+async fn interrupt_drain_cancels_the_running_call_at_once() {
+    let (mut node, events_file) = start(DrainMode::Interrupt, Duration::from_secs(30)).await;
+    let mut client = sleeping(&node, &events_file, 60.0).await;
+    let drain = begin_drain(&mut node).await;
+    let outcome: Value = client.join("sleep").await;
+    assert_eq!(error_code(&outcome), Some(-32800), "cancelled by the runtime: {outcome}");
+    let took = drain.await.unwrap();
+    assert!(took < Duration::from_secs(3), "interrupt does not wait for the call: {took:?}");
+    assert_eq!(
+        events(&events_file),
+        ["started", "cancelled"],
+        "the tool observed the cancellation"
+    );
+    drop(client);
+}

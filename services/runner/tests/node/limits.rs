@@ -1,0 +1,77 @@
+//! The request body cap (413) and the in-flight cap (503 + Retry-After, never a queue).
+
+use std::time::Instant;
+
+use reqwest::header::RETRY_AFTER;
+use serde_json::{Value, json};
+
+use crate::support;
+use crate::transport::Raw;
+
+#[tokio::test]
+async fn a_body_over_the_cap_gets_413() {
+    let node = support::start("examples/hello-repo", |config| config.max_body_bytes = 4096).await;
+    let mut raw = Raw::new(&node.url);
+    raw.initialize().await;
+    let shout = |text: String| json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes.shout","arguments":{"text":text}}});
+
+    let response = raw.post(&shout("a".repeat(3000))).send().await.unwrap();
+    assert_eq!(response.status(), 200, "under the cap");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["result"]["content"][0]["text"].as_str().unwrap().len(), 3001);
+
+    let response = raw.post(&shout("a".repeat(5000))).send().await.unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn calls_over_the_in_flight_cap_get_503_with_retry_after() {
+    let node = support::start("services/runner/tests/fixtures/slow-repo", |config| {
+        config.in_flight_cap = 2
+    })
+    .await;
+    let mut raw = Raw::new(&node.url);
+    raw.initialize().await;
+    let raw = &raw;
+    let sleep = |id: u64| json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"slow.sleep","arguments":{"seconds":1.5}}});
+
+    let started = Instant::now();
+    let answers = futures::future::join_all((1..=3).map(|id| async move {
+        let response = raw.post(&sleep(id)).send().await.unwrap();
+        let status = response.status().as_u16();
+        let retry_after =
+            response.headers().get(RETRY_AFTER).map(|v| v.to_str().unwrap().to_owned());
+        let body: Value = response.json().await.unwrap();
+        (status, retry_after, body, started.elapsed())
+    }))
+    .await;
+
+    let rejected: Vec<_> = answers.iter().filter(|a| a.0 == 503).collect();
+    assert_eq!(rejected.len(), 1, "exactly one call over the cap of 2: {answers:?}");
+    let (_, retry_after, body, after) = rejected[0];
+    assert!(
+        retry_after.as_deref().is_some_and(|s| s.parse::<u64>().is_ok()),
+        "Retry-After seconds: {retry_after:?}"
+    );
+    assert_eq!(body["error"]["code"], -32000, "{body}");
+    assert!(body["id"].as_u64().is_some(), "the error answers the request: {body}");
+    for (status, _, body, finished) in answers.iter().filter(|a| a.0 != 503) {
+        assert_eq!(*status, 200);
+        assert_eq!(body["result"]["structuredContent"]["result"], "slept 1.5", "{body}");
+        assert!(
+            after < finished,
+            "rejected at once, not queued behind the others: {after:?} vs {finished:?}"
+        );
+    }
+    assert_eq!(node.metric("ramen_mcp_requests_total{method=\"tools/call\",package=\"slow\",outcome=\"overloaded\"}").await, Some(1.0));
+
+    let stats = raw.call(9, "tools/call", json!({"name":"slow.stats"})).await;
+    assert_eq!(
+        stats["result"]["structuredContent"]["finished"], 2,
+        "the rejected call never reached the tool: {stats}"
+    );
+    node.stop().await;
+}
