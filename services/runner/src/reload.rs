@@ -53,8 +53,8 @@ impl Workdir {
     pub fn runtime_dir(&self) -> PathBuf {
         self.root.join("runtime")
     }
-    pub fn snapshot(&self, commit: &str) -> PathBuf {
-        self.root.join("snapshots").join(commit)
+    pub fn snapshot(&self, digest: &str) -> PathBuf {
+        self.root.join("snapshots").join(digest)
     }
 
     /// Writes the embedded runtime sources (every start: the binary decides the version).
@@ -87,13 +87,15 @@ impl Reloader {
         self.ensure_venv().await?;
         let pip_ran = self.install_requirements(&root).await?;
         let report = runtime.load(Load { root: root.clone(), env }).await?;
-        self.prune_snapshots(&snapshot.commit);
+        self.prune_snapshots(&snapshot.digest.to_ascii_lowercase());
         Ok(Reloaded { report, pip_ran, root })
     }
 
     /// Unpacks the snapshot once per commit (into a temp dir, then renamed into place).
+    /// Snapshots are unpacked under their digest, so an archive is verified before it is first
+    /// used and a different archive for the same commit is never mistaken for it.
     async fn unpack(&self, snapshot: &SnapshotRef) -> Result<PathBuf, ReloadError> {
-        let dest = self.workdir.snapshot(&snapshot.commit);
+        let dest = self.workdir.snapshot(&snapshot.digest.to_ascii_lowercase());
         if dest.is_dir() {
             return Ok(dest);
         }

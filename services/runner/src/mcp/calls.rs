@@ -49,6 +49,10 @@ pub struct RuntimeRequest {
     pub target: String,
     pub arguments: Option<String>,
     pub progress_token: Option<Box<RawValue>>,
+    /// The client's `_meta`, passed through (tools see it as the request context's meta).
+    pub meta: Option<String>,
+    /// The session's client description (see `Session::client`).
+    pub client: String,
 }
 
 impl RuntimeRequest {
@@ -60,6 +64,12 @@ impl RuntimeRequest {
             out.push_str(r#","arguments":"#);
             out.push_str(arguments);
         }
+        if let Some(meta) = &self.meta {
+            out.push_str(r#","meta":"#);
+            out.push_str(meta);
+        }
+        out.push_str(r#","client":"#);
+        out.push_str(&self.client);
         out.push('}');
         out.into_bytes()
     }

@@ -195,14 +195,8 @@ async fn post_mcp(
             StatusCode::ACCEPTED.into_response()
         }
         Incoming::Request { id, method, params } => {
-            if node.is_draining() {
-                node.sessions.remove(&session.id);
-                return http_error(
-                    StatusCode::NOT_FOUND,
-                    INVALID_REQUEST,
-                    "this node is shutting down; initialize a new session",
-                );
-            }
+            // Sessions opened before a drain keep working until the node exits (a client
+            // finishing a call may still list or read); only new sessions are refused.
             let span = tracing::info_span!("mcp.request", method, session = %session.id);
             let reply = tracing::Instrument::instrument(
                 methods::dispatch(&node, &session, id, method, params, accepts),
@@ -240,9 +234,13 @@ fn sse_response(body: Body) -> Response {
 }
 
 #[derive(Deserialize, Default)]
-struct InitializeParams {
+struct InitializeParams<'a> {
     #[serde(rename = "protocolVersion", default)]
     protocol_version: String,
+    #[serde(borrow, default)]
+    capabilities: Option<&'a serde_json::value::RawValue>,
+    #[serde(rename = "clientInfo", borrow, default)]
+    client_info: Option<&'a serde_json::value::RawValue>,
 }
 
 fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue>) -> Response {
@@ -262,7 +260,18 @@ fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue
     } else {
         LATEST_VERSION
     };
-    let session = match node.sessions.create(version, node.settings.max_sessions) {
+    let object = |raw: Option<&serde_json::value::RawValue>| {
+        raw.map(|r| r.get().to_owned())
+            .filter(|r| r.starts_with('{'))
+            .unwrap_or_else(|| "{}".into())
+    };
+    let (capabilities, client_info) = (object(params.capabilities), object(params.client_info));
+    let session = match node.sessions.create(
+        version,
+        &capabilities,
+        &client_info,
+        node.settings.max_sessions,
+    ) {
         Ok(session) => session,
         Err(full) => {
             return http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, &full.to_string());

@@ -129,8 +129,8 @@ struct NamedParams<'a> {
     uri: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Meta>,
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -206,7 +206,12 @@ async fn runtime_bound(
         target_field: if method == "resources/read" { "uri" } else { "name" },
         target: target.to_owned(),
         arguments: params.arguments.map(|a| a.get().to_owned()),
-        progress_token: params.meta.and_then(|m| m.progress_token),
+        progress_token: params
+            .meta
+            .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+            .and_then(|m| m.progress_token),
+        meta: params.meta.map(|m| m.get().to_owned()),
+        client: session.client.clone(),
     };
     calls::run(
         node,

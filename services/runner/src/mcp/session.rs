@@ -26,6 +26,9 @@ pub fn log_level_rank(level: &str) -> Option<u8> {
 pub struct Session {
     pub id: String,
     pub protocol_version: String,
+    /// `{"protocolVersion","capabilities","clientInfo","sessionId"}` as JSON, passed to the
+    /// runtime with each call so tools can check what the client supports.
+    pub client: String,
     /// Minimum level of log notifications the client wants (`logging/setLevel`); 0 = all.
     pub log_level: AtomicU8,
     /// Server→client messages for the session's GET streams (already SSE-framed).
@@ -67,14 +70,26 @@ pub struct Sessions {
 pub struct Full(pub usize);
 
 impl Sessions {
-    pub fn create(&self, protocol_version: &str, max: usize) -> Result<Arc<Session>, Full> {
+    /// `capabilities` and `client_info` are the raw JSON the client sent in `initialize`.
+    pub fn create(
+        &self,
+        protocol_version: &str,
+        capabilities: &str,
+        client_info: &str,
+        max: usize,
+    ) -> Result<Arc<Session>, Full> {
         let mut map = self.map.lock();
         if map.len() >= max {
             return Err(Full(max));
         }
         let (stream, _) = broadcast::channel(64);
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let client = format!(
+            r#"{{"protocolVersion":"{protocol_version}","capabilities":{capabilities},"clientInfo":{client_info},"sessionId":"{id}"}}"#
+        );
         let session = Arc::new(Session {
-            id: uuid::Uuid::new_v4().simple().to_string(),
+            id,
+            client,
             protocol_version: protocol_version.to_owned(),
             log_level: AtomicU8::new(0),
             stream,
