@@ -31,6 +31,9 @@ struct Args {
     /// Substring every answer must contain (checks the call really succeeded).
     #[arg(long, default_value = "42")]
     expect: String,
+    /// `ping` instead of `tools/call`: the HTTP + JSON-RPC path alone, without Python.
+    #[arg(long)]
+    ping: bool,
 }
 
 struct Session {
@@ -97,10 +100,15 @@ async fn worker(args: Args, start: Instant, warm_until: Instant, end: Instant) -
             return Ok(recorder);
         }
         id += 1;
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,
-            args.tool, args.arguments
-        );
+        let body = if args.ping {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)
+        } else {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,
+                args.tool, args.arguments
+            )
+        };
+        let expect = if args.ping { "\"result\":{}" } else { args.expect.as_str() };
         let sent = Instant::now();
         let outcome = session.post(body).await;
         let latency = sent.elapsed();
@@ -108,7 +116,7 @@ async fn worker(args: Args, start: Instant, warm_until: Instant, end: Instant) -
             continue;
         }
         match outcome {
-            Ok((text, _)) if text.contains(&args.expect) && !text.contains("\"error\"") => recorder.record(latency),
+            Ok((text, _)) if text.contains(expect) && !text.contains("\"error\"") => recorder.record(latency),
             _ => recorder.errors += 1,
         }
     }
