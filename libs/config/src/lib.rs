@@ -33,7 +33,10 @@ impl Config {
     /// missing variable is named in one error.
     pub fn load_for(needs: &[Requirement]) -> Result<Self, ConfigError> {
         let file = std::env::var_os("RAMEN_CONFIG").map(PathBuf::from);
-        Self::from_figment_for(Self::figment(file.as_deref().or(Some(Path::new("ramen.toml")))), needs)
+        Self::from_figment_for(
+            Self::figment(file.as_deref().or(Some(Path::new("ramen.toml")))),
+            needs,
+        )
     }
 
     /// The layered sources without validation; tests add their own layers on top.

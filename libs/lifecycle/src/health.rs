@@ -110,13 +110,14 @@ pub async fn serve_http(
     router: Router,
     stop: CancellationToken,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"))
-    })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
     let app = router.into_make_service_with_connect_info::<SocketAddr>();
     let handle = tokio::spawn(async move {
-        let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+        let served =
+            axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
         if let Err(err) = served {
             tracing::error!(%err, %bound, "http server failed");
         }
@@ -148,10 +149,13 @@ mod tests {
         health.add(Fixed("bus", Some("connection refused"), Duration::ZERO));
         health.add(Fixed("blob", None, Duration::from_secs(5)));
         let stop = CancellationToken::new();
-        let (addr, _task) =
-            serve_http("127.0.0.1:0".parse().unwrap(), admin_router(health.clone(), Metrics::default()), stop.clone())
-                .await
-                .unwrap();
+        let (addr, _task) = serve_http(
+            "127.0.0.1:0".parse().unwrap(),
+            admin_router(health.clone(), Metrics::default()),
+            stop.clone(),
+        )
+        .await
+        .unwrap();
 
         let response = reqwest::get(format!("http://{addr}/readyz")).await.unwrap();
         assert_eq!(response.status(), 503);

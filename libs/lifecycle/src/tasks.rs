@@ -54,7 +54,12 @@ impl TaskCenter {
 
     /// Names of tasks still running.
     pub fn running(&self) -> Vec<String> {
-        self.tasks.lock().iter().filter(|t| !t.handle.is_finished()).map(|t| t.name.clone()).collect()
+        self.tasks
+            .lock()
+            .iter()
+            .filter(|t| !t.handle.is_finished())
+            .map(|t| t.name.clone())
+            .collect()
     }
 
     /// Cancels every task and waits for them up to `deadline`; the stragglers are aborted and
@@ -71,7 +76,11 @@ impl TaskCenter {
                 late.push(task.name);
             }
         }
-        if late.is_empty() { Ok(()) } else { Err(TaskError::DrainTimeout { deadline, names: late }) }
+        if late.is_empty() {
+            Ok(())
+        } else {
+            Err(TaskError::DrainTimeout { deadline, names: late })
+        }
     }
 }
 

@@ -44,9 +44,17 @@ impl Platform {
     /// Opens every adapter the configuration names (MongoDB or the embedded store, S3 or a
     /// local directory, Redis or memory) and the bus at `nats_url`, and registers each with
     /// readiness.
-    pub async fn open(config: Config, nats_url: &str, shutdown: Shutdown) -> Result<Self, PlatformError> {
+    pub async fn open(
+        config: Config,
+        nats_url: &str,
+        shutdown: Shutdown,
+    ) -> Result<Self, PlatformError> {
         ramen_bus::set_traceparent_source(ramen_telemetry::current_traceparent);
-        let store_config = StoreConfig::select(config.mongo.uri.expose(), &config.mongo.db, config.data_dir.join("store"));
+        let store_config = StoreConfig::select(
+            config.mongo.uri.expose(),
+            &config.mongo.db,
+            config.data_dir.join("store"),
+        );
         let store = ramen_store::open(&store_config).await?;
         let blob = ramen_blob::open(&config).await?;
         let state = ramen_state::open(&config.redis).await?;
@@ -73,7 +81,9 @@ impl Platform {
     }
 
     /// Serves `/healthz`, `/readyz` and `/metrics` on the configured admin address.
-    pub async fn serve_admin(&self) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), PlatformError> {
+    pub async fn serve_admin(
+        &self,
+    ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), PlatformError> {
         let router = admin_router(self.health.clone(), self.metrics.clone());
         Ok(serve_http(self.config.listen.admin, router, self.shutdown.token()).await?)
     }

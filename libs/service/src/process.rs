@@ -46,7 +46,9 @@ where
         }
     };
     if config.nats.url.is_empty() {
-        eprintln!("ramen {name}: RAMEN_NATS_URL is required to run one service on its own (`ramen up` runs everything with its own NATS)");
+        eprintln!(
+            "ramen {name}: RAMEN_NATS_URL is required to run one service on its own (`ramen up` runs everything with its own NATS)"
+        );
         return ExitCode::from(EXIT_CONFIG as u8);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -59,9 +59,9 @@ pub fn init(service: &str, log: &LogConfig) -> Result<Telemetry, TelemetryError>
     };
 
     let provider = if otlp_configured() { Some(tracer_provider(service)?) } else { None };
-    let otel = provider.as_ref().map(|p| {
-        tracing_opentelemetry::layer().with_tracer(p.tracer(service.to_owned())).boxed()
-    });
+    let otel = provider
+        .as_ref()
+        .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer(service.to_owned())).boxed());
     tracing_subscriber::registry()
         .with(filter)
         .with(fmt)

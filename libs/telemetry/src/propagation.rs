@@ -68,7 +68,10 @@ pub fn extract_grpc(span: &tracing::Span, metadata: &tonic::metadata::MetadataMa
 pub struct GrpcTraceInterceptor;
 
 impl tonic::service::Interceptor for GrpcTraceInterceptor {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
         if let Some(value) = current_traceparent()
             && let Ok(value) = value.parse()
         {

@@ -15,9 +15,8 @@ pub fn free_port() -> u16 {
 
 /// Finds a server binary on `PATH`, in `$RAMEN_TEST_BIN_DIR`, or in `~/.cache/ramen/venv/bin`.
 pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     if let Some(dir) = std::env::var_os("RAMEN_TEST_BIN_DIR") {
         dirs.push(dir.into());
     }
@@ -115,7 +114,11 @@ impl ServerProcess {
 
     /// Waits until `ready` answers true, failing with the server's log when it exits or the
     /// deadline passes.
-    pub async fn wait_ready<F, Fut>(&mut self, deadline: Duration, mut ready: F) -> anyhow::Result<()>
+    pub async fn wait_ready<F, Fut>(
+        &mut self,
+        deadline: Duration,
+        mut ready: F,
+    ) -> anyhow::Result<()>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
@@ -128,7 +131,11 @@ impl ServerProcess {
             if let Some(child) = self.child.as_mut()
                 && let Some(status) = child.try_wait()?
             {
-                bail!("{} exited with {status} before it was ready:\n{}", self.name, self.log_tail());
+                bail!(
+                    "{} exited with {status} before it was ready:\n{}",
+                    self.name,
+                    self.log_tail()
+                );
             }
             if started.elapsed() > deadline.mul_f64(crate::patience()) {
                 bail!("{} not ready after {deadline:?}:\n{}", self.name, self.log_tail());
@@ -160,7 +167,8 @@ pub(crate) async fn http_status(port: u16, path: &str) -> Option<u16> {
     let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
     stream.write_all(request.as_bytes()).await.ok()?;
     let mut head = vec![0u8; 64];
-    let n = tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await.ok()?.ok()?;
+    let n =
+        tokio::time::timeout(Duration::from_secs(2), stream.read(&mut head)).await.ok()?.ok()?;
     let line = std::str::from_utf8(&head[..n]).ok()?;
     line.split_whitespace().nth(1)?.parse().ok()
 }

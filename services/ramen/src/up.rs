@@ -48,7 +48,12 @@ async fn run(config: Config) -> anyhow::Result<()> {
     listen_for_signals(shutdown.clone())?;
     let nats = if config.nats.url.is_empty() {
         let binary = Some(config.nats.binary.clone()).filter(|b| !b.is_empty()).map(Into::into);
-        let supervisor = NatsSupervisor::start(SupervisorConfig { data_dir: config.data_dir.clone(), binary, port: None }).await?;
+        let supervisor = NatsSupervisor::start(SupervisorConfig {
+            data_dir: config.data_dir.clone(),
+            binary,
+            port: None,
+        })
+        .await?;
         Some(supervisor)
     } else {
         None

@@ -31,8 +31,14 @@ fn listen_env(command: &mut Command) -> u16 {
 
 async fn ready(admin: u16) {
     eventually("readyz answers 200", Duration::from_secs(60), || async move {
-        let response = reqwest::get(format!("http://127.0.0.1:{admin}/readyz")).await.map_err(|e| e.to_string())?;
-        if response.status() == 200 { Ok(()) } else { Err(response.text().await.unwrap_or_default()) }
+        let response = reqwest::get(format!("http://127.0.0.1:{admin}/readyz"))
+            .await
+            .map_err(|e| e.to_string())?;
+        if response.status() == 200 {
+            Ok(())
+        } else {
+            Err(response.text().await.unwrap_or_default())
+        }
     })
     .await;
 }
@@ -66,7 +72,11 @@ fn processes_mentioning(needle: &Path) -> Vec<String> {
 
 #[test]
 fn cloud_mode_names_every_missing_variable() {
-    let output = clean(&mut Command::new(RAMEN)).args(["serve", "auth"]).env("RAMEN_MODE", "cloud").output().unwrap();
+    let output = clean(&mut Command::new(RAMEN))
+        .args(["serve", "auth"])
+        .env("RAMEN_MODE", "cloud")
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(78), "a configuration refusal exits 78");
     let stderr = String::from_utf8_lossy(&output.stderr);
     for var in ["RAMEN_JWT_SECRET", "RAMEN_SECRETS_KEY", "RAMEN_NATS_URL", "RAMEN_MONGO_URI"] {
@@ -102,11 +112,19 @@ async fn up_serves_health_and_stops_cleanly_with_its_nats_child() {
     let admin = listen_env(&mut command);
     let child = command.spawn().unwrap();
     ready(admin).await;
-    let body: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{admin}/readyz")).await.unwrap().json().await.unwrap();
+    let body: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{admin}/readyz"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     for dependency in ["store", "blob", "shared_state", "nats"] {
         assert_eq!(body[dependency], "ok", "{body}");
     }
-    assert!(!processes_mentioning(&dir.path().join("nats")).is_empty(), "ramen up runs its own nats-server");
+    assert!(
+        !processes_mentioning(&dir.path().join("nats")).is_empty(),
+        "ramen up runs its own nats-server"
+    );
 
     terminate(&child);
     assert_eq!(exit_code(child).await, 0, "SIGTERM drains and exits 0");
@@ -155,10 +173,15 @@ async fn readyz_names_nats_when_it_goes_away() {
     ready(admin).await;
     nats.kill().await;
     eventually("readyz reports nats failing", Duration::from_secs(20), || async move {
-        let response = reqwest::get(format!("http://127.0.0.1:{admin}/readyz")).await.map_err(|e| e.to_string())?;
+        let response = reqwest::get(format!("http://127.0.0.1:{admin}/readyz"))
+            .await
+            .map_err(|e| e.to_string())?;
         let status = response.status();
         let body: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
-        if status == 503 && body["nats"].as_str().is_some_and(|s| s.starts_with("error")) && body["store"] == "ok" {
+        if status == 503
+            && body["nats"].as_str().is_some_and(|s| s.starts_with("error"))
+            && body["store"] == "ok"
+        {
             Ok(())
         } else {
             Err(format!("{status} {body}"))

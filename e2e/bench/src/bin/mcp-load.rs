@@ -60,7 +60,8 @@ impl Session {
         if !init.contains("protocolVersion") {
             bail!("initialize failed: {init}");
         }
-        session.session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        session.session =
+            headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
         Ok(session)
     }
@@ -74,10 +75,13 @@ impl Session {
             request = request.header("authorization", format!("Bearer {key}"));
         }
         if let Some(session) = &self.session {
-            request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-11-25");
         }
         self.sender.ready().await?;
-        let response = self.sender.send_request(request.body(Full::new(Bytes::from(body)))?).await?;
+        let response =
+            self.sender.send_request(request.body(Full::new(Bytes::from(body)))?).await?;
         let headers = response.headers().clone();
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
@@ -89,7 +93,12 @@ impl Session {
     }
 }
 
-async fn worker(args: Args, start: Instant, warm_until: Instant, end: Instant) -> anyhow::Result<Recorder> {
+async fn worker(
+    args: Args,
+    start: Instant,
+    warm_until: Instant,
+    end: Instant,
+) -> anyhow::Result<Recorder> {
     let mut session = Session::connect(&args).await?;
     let mut recorder = Recorder::default();
     let mut id = 1u64;
@@ -116,7 +125,9 @@ async fn worker(args: Args, start: Instant, warm_until: Instant, end: Instant) -
             continue;
         }
         match outcome {
-            Ok((text, _)) if text.contains(expect) && !text.contains("\"error\"") => recorder.record(latency),
+            Ok((text, _)) if text.contains(expect) && !text.contains("\"error\"") => {
+                recorder.record(latency)
+            }
             _ => recorder.errors += 1,
         }
     }
@@ -128,7 +139,9 @@ async fn main() -> anyhow::Result<()> {
     let start = Instant::now();
     let warm_until = start + Duration::from_secs_f64(args.warmup);
     let end = warm_until + Duration::from_secs_f64(args.seconds);
-    let tasks: Vec<_> = (0..args.concurrency).map(|_| tokio::spawn(worker(args.clone(), start, warm_until, end))).collect();
+    let tasks: Vec<_> = (0..args.concurrency)
+        .map(|_| tokio::spawn(worker(args.clone(), start, warm_until, end)))
+        .collect();
     let mut total = Recorder::default();
     for task in tasks {
         total.merge(task.await??);

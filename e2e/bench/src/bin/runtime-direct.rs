@@ -33,13 +33,18 @@ struct Args {
     arguments: String,
 }
 
-
 async fn caller(runtime: Runtime, args: Args, warm_until: Instant, end: Instant) -> Recorder {
     let mut recorder = Recorder::default();
     let name = serde_json::to_string(&args.tool).unwrap();
     while Instant::now() < end {
         let sent = Instant::now();
-        let outcome = match runtime.call(|id| format!(r#"{{"id":{id},"op":"call_tool","name":{name},"arguments":{}}}"#, args.arguments).into_bytes()) {
+        let outcome = match runtime.call(|id| {
+            format!(
+                r#"{{"id":{id},"op":"call_tool","name":{name},"arguments":{}}}"#,
+                args.arguments
+            )
+            .into_bytes()
+        }) {
             Ok((_, mut events)) => loop {
                 match events.recv().await {
                     Some(CallEvent::Done(result)) => break result.is_ok(),
@@ -62,7 +67,12 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let stop = tokio_util::sync::CancellationToken::new();
     let runtime = Runtime::start(
-        RuntimeSpec { python: args.python.clone(), runtime_dir: args.runtime_dir.clone(), namespace: true, ready_timeout: Duration::from_secs(60) },
+        RuntimeSpec {
+            python: args.python.clone(),
+            runtime_dir: args.runtime_dir.clone(),
+            namespace: true,
+            ready_timeout: Duration::from_secs(60),
+        },
         Default::default(),
         stop.clone(),
     );
@@ -72,7 +82,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let warm_until = Instant::now() + Duration::from_secs_f64(args.warmup);
     let end = warm_until + Duration::from_secs_f64(args.seconds);
-    let tasks: Vec<_> = (0..args.concurrency).map(|_| tokio::spawn(caller(runtime.clone(), args.clone(), warm_until, end))).collect();
+    let tasks: Vec<_> = (0..args.concurrency)
+        .map(|_| tokio::spawn(caller(runtime.clone(), args.clone(), warm_until, end)))
+        .collect();
     let mut total = Recorder::default();
     for task in tasks {
         total.merge(task.await?);
