@@ -1,6 +1,7 @@
 //! `ramen`: the all-in-one binary. `ramen up` runs every service on one machine; `ramen serve
 //! <service>` runs one in cloud mode; `ramen worker` runs a worker node.
 
+mod client;
 mod up;
 
 use std::path::PathBuf;
@@ -14,6 +15,8 @@ use ramen_config::Requirement;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    common: client::Common,
 }
 
 #[derive(Subcommand)]
@@ -31,6 +34,8 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    #[command(flatten)]
+    Client(client::ClientCommand),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -48,6 +53,24 @@ fn main() -> ExitCode {
         Command::Up => up::main(),
         Command::Worker { config } => ramen_runner::cli::run(config),
         Command::Serve { service } => serve(service),
+        Command::Client(command) => client_main(command, cli.common),
+    }
+}
+
+fn client_main(command: client::ClientCommand, common: client::Common) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("ramen: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(client::run(command, common)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
     }
 }
 
@@ -57,7 +80,9 @@ fn serve(service: Service) -> ExitCode {
         Service::ApiGateway => ramen_service::main("api-gateway", &[], ramen_api_gateway::start),
         Service::Auth => ramen_service::main("auth", &[Mongo], ramen_auth::start),
         Service::Deployer => ramen_service::main("deployer", &[Mongo, S3], ramen_deployer::start),
-        Service::ZoneManager => ramen_service::main("zone-manager", &[Mongo], ramen_zone_manager::start),
+        Service::ZoneManager => {
+            ramen_service::main("zone-manager", &[Mongo], ramen_zone_manager::start)
+        }
         Service::Rebalancer => ramen_service::main("rebalancer", &[Mongo], ramen_rebalancer::start),
     }
 }
