@@ -315,7 +315,11 @@ impl Config {
             ServiceName::Rebalancer => (&self.endpoints.rebalancer, self.listen.rebalancer),
         };
         if configured.is_empty() {
-            let host = if listen.ip().is_unspecified() { "127.0.0.1".to_owned() } else { listen.ip().to_string() };
+            let host = if listen.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                listen.ip().to_string()
+            };
             format!("http://{host}:{}", listen.port())
         } else {
             configured.clone()

@@ -80,7 +80,8 @@ fn cloud_mode_names_every_missing_variable() {
         jail.set_env("RAMEN_JWT_SECRET", "0123456789abcdef0123456789abcdef");
         jail.set_env("RAMEN_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=");
         let config = load(jail).expect("complete cloud config");
-        let err = config.require_cloud(&[Requirement::Mongo, Requirement::S3]).unwrap_err().to_string();
+        let err =
+            config.require_cloud(&[Requirement::Mongo, Requirement::S3]).unwrap_err().to_string();
         assert!(err.contains("RAMEN_MONGO_URI") && err.contains("RAMEN_S3_BUCKET"), "{err}");
         assert_eq!(decode_secrets_key(&config.auth.secrets_key).unwrap().len(), 32);
         Ok(())

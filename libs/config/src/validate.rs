@@ -45,8 +45,13 @@ impl Config {
             ("nats.events_stream", &nats.events_stream),
             ("nats.kv_bucket", &nats.kv_bucket),
         ] {
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                return Err(ConfigError::invalid(key, format!("{name:?} is not a valid JetStream name (letters, digits, `_`, `-`)")));
+            if name.is_empty()
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("{name:?} is not a valid JetStream name (letters, digits, `_`, `-`)"),
+                ));
             }
         }
         if !self.redis.sentinels().is_empty() && self.redis.master_name.is_empty() {
@@ -94,10 +99,20 @@ impl Config {
         jwt_problem(&self.auth.jwt_secret, cloud, "RAMEN_JWT_SECRET", &mut problems);
         secrets_key_problem(&self.auth.secrets_key, cloud, "RAMEN_SECRETS_KEY", &mut problems);
         if !self.auth.jwt_previous_secret.is_empty() {
-            jwt_problem(&self.auth.jwt_previous_secret, true, "RAMEN_JWT_PREVIOUS_SECRET", &mut problems);
+            jwt_problem(
+                &self.auth.jwt_previous_secret,
+                true,
+                "RAMEN_JWT_PREVIOUS_SECRET",
+                &mut problems,
+            );
         }
         if !self.auth.secrets_previous_key.is_empty() {
-            secrets_key_problem(&self.auth.secrets_previous_key, true, "RAMEN_SECRETS_PREVIOUS_KEY", &mut problems);
+            secrets_key_problem(
+                &self.auth.secrets_previous_key,
+                true,
+                "RAMEN_SECRETS_PREVIOUS_KEY",
+                &mut problems,
+            );
         }
         if cloud && self.nats.url.is_empty() {
             problems.push("RAMEN_NATS_URL (the JetStream server, nats://host:4222)".to_owned());
@@ -149,7 +164,9 @@ impl Config {
 fn jwt_problem(secret: &Secret, required: bool, var: &str, problems: &mut Vec<String>) {
     if secret.is_empty() {
         if required {
-            problems.push(format!("{var} (at least {MIN_JWT_SECRET_BYTES} bytes; `openssl rand -base64 48`)"));
+            problems.push(format!(
+                "{var} (at least {MIN_JWT_SECRET_BYTES} bytes; `openssl rand -base64 48`)"
+            ));
         }
     } else if secret.expose().len() < MIN_JWT_SECRET_BYTES {
         problems.push(format!(
@@ -162,7 +179,9 @@ fn jwt_problem(secret: &Secret, required: bool, var: &str, problems: &mut Vec<St
 fn secrets_key_problem(secret: &Secret, required: bool, var: &str, problems: &mut Vec<String>) {
     if secret.is_empty() {
         if required {
-            problems.push(format!("{var} (exactly {SECRETS_KEY_BYTES} bytes, base64; `openssl rand -base64 32`)"));
+            problems.push(format!(
+                "{var} (exactly {SECRETS_KEY_BYTES} bytes, base64; `openssl rand -base64 32`)"
+            ));
         }
         return;
     }
@@ -182,7 +201,9 @@ pub fn decode_secrets_key(secret: &Secret) -> Result<[u8; SECRETS_KEY_BYTES], Co
     let bytes = B64
         .decode(secret.expose().trim())
         .map_err(|_| ConfigError::invalid("auth.secrets_key", "not valid base64"))?;
-    bytes.try_into().map_err(|_| ConfigError::invalid("auth.secrets_key", "must decode to exactly 32 bytes"))
+    bytes
+        .try_into()
+        .map_err(|_| ConfigError::invalid("auth.secrets_key", "must decode to exactly 32 bytes"))
 }
 
 fn load_or_generate(path: &Path, bytes: usize) -> std::io::Result<Secret> {

@@ -14,8 +14,15 @@ pub enum StartError {
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
     let health = ramen_lifecycle::admin_router(platform.health.clone(), platform.metrics.clone());
     let router = axum::Router::new()
-        .route("/api/info", get(|| async { Json(json!({ "name": "ramen", "version": env!("CARGO_PKG_VERSION") })) }))
+        .route(
+            "/api/info",
+            get(|| async {
+                Json(json!({ "name": "ramen", "version": env!("CARGO_PKG_VERSION") }))
+            }),
+        )
         .merge(health);
-    let (addr, handle) = ramen_lifecycle::serve_http(platform.config.listen.api, router, platform.shutdown.token()).await?;
+    let (addr, handle) =
+        ramen_lifecycle::serve_http(platform.config.listen.api, router, platform.shutdown.token())
+            .await?;
     Ok(Running::new("api-gateway", addr, handle))
 }

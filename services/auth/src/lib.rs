@@ -10,6 +10,7 @@ pub enum StartError {
 
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
     let routes = tonic::service::Routes::default();
-    let (addr, handle) = serve_grpc(platform.config.listen.auth, routes, platform.shutdown.token()).await?;
+    let (addr, handle) =
+        serve_grpc(platform.config.listen.auth, routes, platform.shutdown.token()).await?;
     Ok(Running::new("auth", addr, handle))
 }

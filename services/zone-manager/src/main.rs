@@ -1,3 +1,7 @@
 fn main() -> std::process::ExitCode {
-    ramen_service::main("zone-manager", &[ramen_config::Requirement::Mongo], ramen_zone_manager::start)
+    ramen_service::main(
+        "zone-manager",
+        &[ramen_config::Requirement::Mongo],
+        ramen_zone_manager::start,
+    )
 }
