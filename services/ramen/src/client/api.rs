@@ -42,10 +42,10 @@ impl Api {
     /// With the stored login; `api_url` (flag or `RAMEN_API`) overrides the stored URL.
     pub fn new(api_url: Option<String>) -> Self {
         let mut credentials = credentials::load().unwrap_or_default();
-        if let Some(url) = api_url {
-            if url != credentials.api_url {
-                credentials = Credentials { api_url: url, ..Default::default() };
-            }
+        if let Some(url) = api_url
+            && url != credentials.api_url
+        {
+            credentials = Credentials { api_url: url, ..Default::default() };
         }
         if credentials.api_url.is_empty() {
             credentials.api_url = "http://127.0.0.1:8080".into();
