@@ -50,6 +50,9 @@ pub struct Config {
     pub redis: RedisConfig,
     pub auth: AuthConfig,
     pub drain: DrainConfig,
+    pub zone: ZoneConfig,
+    pub gateway: GatewayConfig,
+    pub rebalancer: RebalancerConfig,
 }
 
 impl Default for Config {
@@ -66,6 +69,9 @@ impl Default for Config {
             redis: RedisConfig::default(),
             auth: AuthConfig::default(),
             drain: DrainConfig::default(),
+            zone: ZoneConfig::default(),
+            gateway: GatewayConfig::default(),
+            rebalancer: RebalancerConfig::default(),
         }
     }
 }
@@ -303,6 +309,164 @@ impl Default for DrainConfig {
     fn default() -> Self {
         Self { mode: DrainMode::Complete, timeout: Duration::from_secs(30) }
     }
+}
+
+/// The api-gateway's HTTP edge as clients reach it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GatewayConfig {
+    /// Session cookies carry `Secure` (clients reach the gateway over TLS, usually terminated by
+    /// the load balancer). Unset = on in cloud mode, off locally (plain http://127.0.0.1).
+    pub secure_cookies: Option<bool>,
+    /// Comma-separated CIDRs of proxies (the load balancer) whose `X-Forwarded-For` is believed
+    /// for the client address; empty = the socket peer is the client.
+    pub trusted_proxies: String,
+}
+
+impl GatewayConfig {
+    pub fn trusted_proxies(&self) -> Vec<String> {
+        self.trusted_proxies
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The zone-manager's local zone provider: how it runs each worker as a child process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ZoneConfig {
+    /// Binary started for each local worker: `<binary> worker --config <node.toml>`, or
+    /// `<binary> --config <node.toml>` when it is `ramen-runner`. Empty = the current executable.
+    pub worker_binary: String,
+    /// Interpreter each worker's virtualenv is created from.
+    pub python: String,
+    /// Directories made visible in every worker's virtualenv (a preinstalled MCP SDK).
+    pub site_packages: Vec<String>,
+    /// Extra `pip install` arguments (an index URL, `--no-index --find-links ...`).
+    pub pip_args: Vec<String>,
+    /// Create worker virtualenvs without pip (fast); only when `site_packages` provide pip.
+    pub venv_without_pip: bool,
+    /// How long a restarted or scaled worker may take to become ready.
+    #[serde(with = "humantime_serde")]
+    pub restart_timeout: Duration,
+    /// Apply each size's memory limit to local workers (`prlimit --as`) where available.
+    pub memory_limits: bool,
+    /// Proxies (the local MCP edge) whose `X-Forwarded-For` the workers believe.
+    pub trusted_proxies: Vec<String>,
+    /// Largest worker count a placement may ask for.
+    pub max_worker_count: u32,
+    /// How long a finished teardown stays visible before its record is removed.
+    #[serde(with = "humantime_serde")]
+    pub teardown_retention: Duration,
+}
+
+impl Default for ZoneConfig {
+    fn default() -> Self {
+        Self {
+            worker_binary: String::new(),
+            python: "python3".into(),
+            site_packages: Vec::new(),
+            pip_args: Vec::new(),
+            venv_without_pip: false,
+            restart_timeout: Duration::from_secs(180),
+            memory_limits: true,
+            trusted_proxies: vec!["127.0.0.1/32".into(), "::1/128".into()],
+            max_worker_count: 50,
+            teardown_retention: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// The rebalancer: load cells, Rebalance, the auto-rebalance scheduler and the autoscaler.
+/// Whether the scheduler runs and how often are Config settings (the deployer's), not here.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RebalancerConfig {
+    /// How often nodes report their load (the runner's `load_report_interval`).
+    #[serde(with = "humantime_serde")]
+    pub report_interval: Duration,
+    /// Report intervals without a report after which a node no longer counts (cell `down`).
+    pub liveness_intervals: u32,
+    /// How long a silent node stays in a cell's per-node breakdown.
+    #[serde(with = "humantime_serde")]
+    pub forget_after: Duration,
+    /// How often every cell is recomputed (and the autoscaler evaluated).
+    #[serde(with = "humantime_serde")]
+    pub recompute_interval: Duration,
+    /// How often zones and placements are re-read from the zone-manager.
+    #[serde(with = "humantime_serde")]
+    pub placement_refresh: Duration,
+    /// Lowest weight (permille) a rebalance gives any target, so no zone or worker is cut off.
+    pub weight_floor_permille: u32,
+    /// How long a rebalance the load balancer has not applied yet keeps being retried.
+    #[serde(with = "humantime_serde")]
+    pub retry_deadline: Duration,
+    /// First pause between background retries (doubles up to 30 s).
+    #[serde(with = "humantime_serde")]
+    pub retry_interval: Duration,
+    /// KV lease bounding how long a dead scheduler holder blocks a takeover.
+    #[serde(with = "humantime_serde")]
+    pub lease_ttl: Duration,
+    /// How often the Config settings are re-read (besides the `SettingsChanged` event).
+    #[serde(with = "humantime_serde")]
+    pub settings_refresh: Duration,
+    /// Sustained `high` before the autoscaler adds a stable worker.
+    #[serde(with = "humantime_serde")]
+    pub scale_up_after: Duration,
+    /// Sustained `low` before the autoscaler removes one.
+    #[serde(with = "humantime_serde")]
+    pub scale_down_after: Duration,
+    /// How long one autoscaler `ScaleTrack` may wait for the workers to be ready.
+    #[serde(with = "humantime_serde")]
+    pub scale_timeout: Duration,
+    pub aws: RebalancerAwsConfig,
+    pub gcp: RebalancerGcpConfig,
+}
+
+impl Default for RebalancerConfig {
+    fn default() -> Self {
+        Self {
+            report_interval: Duration::from_secs(2),
+            liveness_intervals: 3,
+            forget_after: Duration::from_secs(300),
+            recompute_interval: Duration::from_secs(2),
+            placement_refresh: Duration::from_secs(15),
+            weight_floor_permille: 100,
+            retry_deadline: Duration::from_secs(600),
+            retry_interval: Duration::from_secs(2),
+            lease_ttl: Duration::from_secs(15),
+            settings_refresh: Duration::from_secs(60),
+            scale_up_after: Duration::from_secs(60),
+            scale_down_after: Duration::from_secs(600),
+            scale_timeout: Duration::from_secs(180),
+            aws: RebalancerAwsConfig::default(),
+            gcp: RebalancerGcpConfig::default(),
+        }
+    }
+}
+
+/// ELBv2 (target-group weights). Credentials come from the standard AWS chain.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RebalancerAwsConfig {
+    /// Empty = the zone's region without its availability-zone letter (`us-east-1a` → `us-east-1`).
+    pub region: String,
+    /// Empty = AWS (or `AWS_ENDPOINT_URL`); a stand-in such as moto in tests.
+    pub endpoint: String,
+}
+
+/// Compute Engine backend services (capacity scaler).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RebalancerGcpConfig {
+    pub project: String,
+    /// Empty = `https://compute.googleapis.com`; a stand-in in tests.
+    pub endpoint: String,
+    /// Send no credentials (a local stand-in); otherwise Application Default Credentials.
+    pub anonymous: bool,
 }
 
 impl Config {

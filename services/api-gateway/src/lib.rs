@@ -1,28 +1,101 @@
-//! `api-gateway`: the REST API and console, token verification, rate limits, and the MCP edge.
+//! `api-gateway`: the REST API (and its OpenAPI document), token verification, role checks,
+//! rate limits — and, added beside them, the MCP edge.
+//!
+//! Layout:
+//! - [`routes`]: THE ROUTE TABLE — every REST route with its access rule; router, OpenAPI
+//!   document and the authorization-matrix test come from it.
+//! - [`access`]: the per-route layer enforcing the rule (token, CSRF, `Authorize`).
+//! - [`caller`]: where the access token comes from (header, cookie, `?t=` on streaming routes).
+//! - [`error`]: the one error shape; [`request_id`]: `x-request-id` in and out.
+//! - [`clients`]: lazy gRPC clients to the services, with actor / request id / trace metadata.
+//! - [`rate_limit`]: token buckets in the shared-state port (Redis or memory).
+//!
+//! The MCP edge lives in its own module tree (`edge/`) and is merged in [`router`]; it does not
+//! go through the route table (its callers present MCP keys, checked by the nodes).
 
-use axum::Json;
-use axum::routing::get;
+pub mod access;
+pub mod caller;
+pub mod client_addr;
+pub mod clients;
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod rate_limit;
+pub mod request_id;
+pub mod routes;
+mod settings;
+mod state;
+
+use axum::Router;
+use axum::response::IntoResponse;
 use ramen_service::{Platform, Running};
-use serde_json::json;
+
+pub use settings::{RateLimits, Settings};
+pub use state::Gateway;
+
+use crate::error::ApiError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("{0}")]
     Listen(#[from] std::io::Error),
+    #[error("{0}")]
+    Config(String),
 }
 
+/// Starts the gateway on the configured API address.
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
-    let health = ramen_lifecycle::admin_router(platform.health.clone(), platform.metrics.clone());
-    let router = axum::Router::new()
-        .route(
-            "/api/info",
-            get(|| async {
-                Json(json!({ "name": "ramen", "version": env!("CARGO_PKG_VERSION") }))
-            }),
-        )
-        .merge(health);
+    let settings = Settings::from_config(&platform.config).map_err(StartError::Config)?;
+    start_with(platform, settings).await
+}
+
+/// [`start`] with explicit settings (tests: small rate-limit buckets, endpoints of test servers).
+pub async fn start_with(platform: Platform, settings: Settings) -> Result<Running, StartError> {
+    let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone())
+        .map_err(StartError::Config)?;
+    let app = router(gateway, &platform);
     let (addr, handle) =
-        ramen_lifecycle::serve_http(platform.config.listen.api, router, platform.shutdown.token())
+        ramen_lifecycle::serve_http(platform.config.listen.api, app, platform.shutdown.token())
             .await?;
     Ok(Running::new("api-gateway", addr, handle))
+}
+
+/// The whole HTTP surface: the REST routes of the table, health, and JSON answers for unknown
+/// routes; every response carries `x-request-id`.
+pub fn router(gateway: Gateway, platform: &Platform) -> Router {
+    let (api, document) = routes::build(&gateway);
+    gateway.set_openapi(serde_json::to_value(&document).unwrap_or_default());
+    api.with_state(gateway)
+        .merge(health(platform))
+        .fallback(|| async { ApiError::not_found("no such route").into_response() })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this route does not take that method",
+            )
+            .into_response()
+        })
+        .layer(axum::middleware::from_fn(request_id::layer))
+}
+
+/// `/healthz` and `/readyz` on the public port too, for load-balancer checks; `/metrics` stays
+/// on the admin port only.
+fn health(platform: &Platform) -> Router {
+    let readiness = platform.health.clone();
+    let readyz = move || {
+        let readiness = readiness.clone();
+        async move {
+            let (ok, body) = readiness.ready().await;
+            let status = if ok {
+                axum::http::StatusCode::OK
+            } else {
+                axum::http::StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, axum::Json(body))
+        }
+    };
+    Router::new()
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route("/readyz", axum::routing::get(readyz))
 }

@@ -1,16 +1,141 @@
-//! `auth`: identities, roles, sessions, MCP keys, sealed secrets and the audit log.
+//! `auth`: identities, roles, sessions, MCP keys, sealed secrets, service-account rules and the
+//! audit log, served as `AuthService` (gRPC) over the collections in `collections.rs`.
+//!
+//! - [`Auth`] is the domain: every method takes the caller ([`Ctx`]) and checks its rights
+//!   itself ([`access`]), so the rules hold whoever calls.
+//! - [`token`] signs and verifies the HS256 access tokens (the api-gateway verifies them
+//!   locally with the same code); [`seal`] seals secret values; [`password`] hashes passwords.
+//! - [`launch`] starts the service and returns the bootstrap admin's one-time password when it
+//!   created one; [`start`] is the plain form `ramen serve auth` uses.
 
+mod access;
+mod audit;
+mod authorize;
+mod bootstrap;
+mod collections;
+mod context;
+mod conversions;
+mod error;
+mod events;
+mod groups;
+mod grpc;
+mod keys;
+mod members;
+mod model;
+mod paging;
+pub mod password;
+mod refresh;
+pub mod seal;
+mod secrets;
+mod service_account;
+mod sessions;
+pub mod token;
+mod users;
+mod validate;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ramen_bus::Bus;
+use ramen_proto::auth::v1::auth_service_server::AuthServiceServer;
 use ramen_service::{Platform, Running, serve_grpc};
+use ramen_store::DocumentStore;
+
+pub use access::{Need, Standing, decide, need};
+pub use audit::AuditQuery;
+pub use bootstrap::{BootstrapAdmin, LOCAL_DEFAULT_EMAIL, bootstrap_email};
+pub use collections::Collections;
+pub use context::{Ctx, SERVICE_ACTORS};
+pub use error::{AuthError, PASSWORD_CHANGE_REQUIRED};
+pub use keys::{NewKey, key_hash};
+pub use members::{Member, Who};
+pub use model::Role;
+pub use secrets::{ResealReport, Resolved, Scope, reseal};
+pub use sessions::Session;
+
+use crate::events::Events;
+use crate::seal::Sealer;
+use crate::token::TokenKeys;
+
+/// How often expired refresh tokens are swept.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("{0}")]
     Listen(#[from] std::io::Error),
+    #[error("auth collections: {0}")]
+    Store(#[from] ramen_store::StoreError),
+    #[error("events stream: {0}")]
+    Bus(#[from] ramen_bus::BusError),
+    #[error("{0}")]
+    Config(#[from] ramen_config::ConfigError),
+    #[error("bootstrap: {0}")]
+    Bootstrap(#[from] AuthError),
 }
 
+/// The auth domain over its collections, signing keys, sealing keys and the bus.
+#[derive(Clone)]
+pub struct Auth {
+    db: Collections,
+    tokens: Arc<TokenKeys>,
+    sealer: Arc<Sealer>,
+    events: Events,
+    refresh_ttl: Duration,
+}
+
+impl Auth {
+    /// Builds the domain and ensures its collections (and the events stream it publishes to).
+    pub async fn open(
+        store: Arc<dyn DocumentStore>,
+        bus: Bus,
+        config: &ramen_config::Config,
+    ) -> Result<Self, StartError> {
+        let auth = Self {
+            db: Collections::new(store),
+            tokens: Arc::new(TokenKeys::from_config(&config.auth)),
+            sealer: Arc::new(Sealer::from_config(&config.auth)?),
+            events: Events::new(bus),
+            refresh_ttl: config.auth.refresh_ttl,
+        };
+        auth.db.ensure().await?;
+        auth.events.ensure_stream(&config.nats).await?;
+        Ok(auth)
+    }
+}
+
+/// A started auth service.
+pub struct Started {
+    pub running: Running,
+    pub auth: Auth,
+    /// Set when this start created the bootstrap admin (first boot of an empty user store).
+    pub bootstrap: Option<BootstrapAdmin>,
+}
+
+/// Starts auth on `platform`: collections, bootstrap admin, gRPC server, refresh-token sweeper.
+pub async fn launch(platform: Platform) -> Result<Started, StartError> {
+    let config = platform.config.clone();
+    let auth = Auth::open(platform.store.clone(), platform.bus.clone(), &config).await?;
+    let bootstrap = auth.bootstrap(bootstrap_email(&config)).await?;
+    let routes = tonic::service::Routes::new(AuthServiceServer::new(grpc::AuthGrpc(auth.clone())));
+    let (addr, handle) = serve_grpc(config.listen.auth, routes, platform.shutdown.token()).await?;
+    let sweeper = auth.clone();
+    platform.tasks.spawn("auth-refresh-sweeper", move |stop| async move {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => break,
+                () = tokio::time::sleep(SWEEP_INTERVAL) => {
+                    if let Err(error) = sweeper.sweep_refresh().await {
+                        tracing::warn!(%error, "sweeping expired refresh tokens failed");
+                    }
+                }
+            }
+        }
+    });
+    Ok(Started { running: Running::new("auth", addr, handle), auth, bootstrap })
+}
+
+/// [`launch`], for `ramen serve auth`.
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
-    let routes = tonic::service::Routes::default();
-    let (addr, handle) =
-        serve_grpc(platform.config.listen.auth, routes, platform.shutdown.token()).await?;
-    Ok(Running::new("auth", addr, handle))
+    Ok(launch(platform).await?.running)
 }

@@ -1,6 +1,7 @@
 //! `ramen`: the all-in-one binary. `ramen up` runs every service on one machine; `ramen serve
 //! <service>` runs one in cloud mode; `ramen worker` runs a worker node.
 
+mod admin;
 mod client;
 mod up;
 
@@ -34,6 +35,11 @@ enum Command {
         #[arg(long)]
         config: PathBuf,
     },
+    /// Operator tasks run against the store directly (`ramen admin reseal`).
+    Admin {
+        #[command(subcommand)]
+        command: admin::AdminCommand,
+    },
     #[command(flatten)]
     Client(client::ClientCommand),
 }
@@ -53,6 +59,7 @@ fn main() -> ExitCode {
         Command::Up => up::main(),
         Command::Worker { config } => ramen_runner::cli::run(config),
         Command::Serve { service } => serve(service),
+        Command::Admin { command } => admin::main(command),
         Command::Client(command) => client_main(command, cli.common),
     }
 }

@@ -64,10 +64,13 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let platform = Platform::open(config, &url, shutdown.clone()).await?;
     let (admin, _admin_task) = platform.serve_admin().await?;
 
-    let services = start_services(&platform).await?;
+    let (services, bootstrap) = start_services(&platform).await?;
     let api = services.iter().find(|s| s.name == "api-gateway").map(|s| s.addr);
     if let Some(api) = api {
         tracing::info!(console = %format!("http://{api}/"), api = %format!("http://{api}/api"), mcp_edge = %format!("http://{api}/mcp/<group>/<environment>"), "ramen is up");
+    }
+    if let Some(first_admin) = bootstrap {
+        print_bootstrap(&first_admin);
     }
     tracing::info!(%admin, nats = %url, data_dir = %data_dir.display(), "health on /healthz and /readyz; stop with Ctrl-C");
 
@@ -86,12 +89,28 @@ async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Shows the first-boot admin credentials once, on the terminal that ran `ramen up` (auth also
+/// logs them once).
+fn print_bootstrap(admin: &ramen_auth::BootstrapAdmin) {
+    eprintln!();
+    eprintln!("  First start: a super admin was created.");
+    eprintln!("    email:              {}", admin.email);
+    eprintln!("    one-time password:  {}", admin.one_time_password());
+    eprintln!("  Sign in with it and set your own password; it is not shown again.");
+    eprintln!();
+}
+
 /// Starts the services in dependency order: auth first (everyone asks it), the gateway last.
-async fn start_services(platform: &Platform) -> anyhow::Result<Vec<Running>> {
-    let mut running = vec![ramen_auth::start(platform.clone()).await?];
+/// Also returns the bootstrap admin when auth created one (first start on an empty store).
+async fn start_services(
+    platform: &Platform,
+) -> anyhow::Result<(Vec<Running>, Option<ramen_auth::BootstrapAdmin>)> {
+    let auth = ramen_auth::launch(platform.clone()).await?;
+    let bootstrap = auth.bootstrap;
+    let mut running = vec![auth.running];
     running.push(ramen_zone_manager::start(platform.clone()).await?);
     running.push(ramen_deployer::start(platform.clone()).await?);
     running.push(ramen_rebalancer::start(platform.clone()).await?);
     running.push(ramen_api_gateway::start(platform.clone()).await?);
-    Ok(running)
+    Ok((running, bootstrap))
 }

@@ -1,0 +1,83 @@
+//! Request extractors whose refusals use the API's error shape. Body errors never quote a
+//! value from the body (it may be a secret or a password): only field names and positions.
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A JSON body.
+pub struct Body<T>(pub T);
+
+/// Keeps serde's message when it names only fields or positions.
+pub fn body_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let quotes_a_value = ["invalid type", "invalid value", "unknown variant", "invalid length"]
+        .iter()
+        .any(|p| text.contains(p));
+    if quotes_a_value {
+        let at = text.rfind(" at line ").map(|i| &text[i..]).unwrap_or_default();
+        format!("request body: a field has the wrong type or value{at}")
+    } else {
+        format!("request body: {text}")
+    }
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::invalid(format!("request body: {}", e.body_text())))?;
+        if bytes.is_empty() {
+            return Err(ApiError::invalid("request body: expected a JSON object"));
+        }
+        serde_json::from_slice(&bytes).map(Body).map_err(|e| ApiError::invalid(body_error(&e)))
+    }
+}
+
+/// Query-string parameters.
+pub struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Params(q.0))
+            .map_err(|e| ApiError::invalid(format!("query: {}", e.body_text())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_error;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Secretish {
+        value: String,
+        count: u32,
+    }
+
+    #[test]
+    fn body_errors_name_fields_but_never_values() {
+        let wrong =
+            serde_json::from_str::<Secretish>(r#"{"value": "x", "count": "hunter2"}"#).unwrap_err();
+        let message = body_error(&wrong);
+        assert!(!message.contains("hunter2") && message.contains("wrong type"), "{message}");
+        let missing = serde_json::from_str::<Secretish>(r#"{"value": "hunter2"}"#).unwrap_err();
+        assert!(body_error(&missing).contains("missing field `count`"));
+        let unknown =
+            serde_json::from_str::<Secretish>(r#"{"valu": "hunter2", "count": 1}"#).unwrap_err();
+        let message = body_error(&unknown);
+        assert!(
+            message.contains("unknown field `valu`") && !message.contains("hunter2"),
+            "{message}"
+        );
+    }
+}

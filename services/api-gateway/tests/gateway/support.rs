@@ -1,0 +1,192 @@
+//! A real stack per test: `nats-server`, the embedded store in a temp dir, auth's gRPC server
+//! and the gateway's HTTP server on free ports, driven with a real HTTP client.
+
+use std::net::SocketAddr;
+
+use base64::Engine;
+use ramen_api_gateway::{RateLimits, Settings};
+use ramen_config::{Config, Secret};
+use ramen_lifecycle::Shutdown;
+use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
+use ramen_proto::auth::v1::*;
+use ramen_proto::metadata;
+use ramen_service::Platform;
+use ramen_testkit::Nats;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tonic::transport::Channel;
+
+pub const PASSWORD: &str = "a long enough passphrase";
+pub const JWT_SECRET: &str = "gateway-test-signing-key-long-enough-0123456789";
+
+pub fn config(dir: &std::path::Path, redis_url: Option<&str>) -> Config {
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut config = Config { data_dir: dir.to_path_buf(), ..Config::default() };
+    config.listen.auth = any;
+    config.listen.api = any;
+    config.listen.admin = any;
+    config.auth.jwt_secret = Secret::new(JWT_SECRET);
+    config.auth.secrets_key =
+        Secret::new(base64::engine::general_purpose::STANDARD.encode([5u8; 32]));
+    if let Some(url) = redis_url {
+        config.redis.url = Secret::new(url);
+    }
+    config
+}
+
+pub struct Stack {
+    pub api: SocketAddr,
+    pub auth_addr: SocketAddr,
+    pub platform: Platform,
+    pub http: reqwest::Client,
+    pub nats: Nats,
+    pub _dir: TempDir,
+}
+
+/// An HTTP answer: status, headers and JSON body (Null when empty).
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_default()
+    }
+}
+
+impl Stack {
+    pub async fn start() -> Stack {
+        Self::start_with(RateLimits::default(), None).await
+    }
+
+    pub async fn start_with(limits: RateLimits, redis_url: Option<&str>) -> Stack {
+        let nats = Nats::start().await.expect("nats-server");
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(dir.path(), redis_url);
+        let platform =
+            Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
+        let auth = ramen_auth::launch(platform.clone()).await.expect("auth");
+        let mut settings = Settings::from_config(&config).unwrap();
+        settings.auth_endpoint = format!("http://{}", auth.running.addr);
+        settings.limits = limits;
+        let running =
+            ramen_api_gateway::start_with(platform.clone(), settings).await.expect("gateway");
+        let http =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let stack = Stack {
+            api: running.addr,
+            auth_addr: auth.running.addr,
+            platform,
+            http,
+            nats,
+            _dir: dir,
+        };
+        if let Some(admin) = auth.bootstrap {
+            stack.retire_bootstrap(&admin.email, admin.one_time_password()).await;
+        }
+        stack
+    }
+
+    /// Sets a real password on the bootstrap admin, so it is an ordinary super admin.
+    async fn retire_bootstrap(&self, email: &str, otp: &str) {
+        let session = self.login(email, otp).await;
+        let token = session.body["access_token"].as_str().unwrap().to_owned();
+        let change = json!({ "current_password": otp, "new_password": PASSWORD });
+        let changed =
+            self.call(Method::POST, "/api/auth/password", Some(&token), Some(change)).await;
+        assert_eq!(changed.status, 200, "{}", changed.body);
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.api)
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request.send().await.expect("the gateway answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Answer { status, headers, body }
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
+        let mut request = self.http.request(method, self.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        self.send(request).await
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> Answer {
+        let body = json!({ "email": email, "password": password });
+        self.call(Method::POST, "/api/auth/login", None, Some(body)).await
+    }
+
+    /// Signs in and returns the access token.
+    pub async fn token(&self, email: &str) -> String {
+        let answer = self.login(email, PASSWORD).await;
+        assert_eq!(answer.status, 200, "login {email}: {}", answer.body);
+        answer.body["access_token"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn grpc(&self) -> AuthServiceClient<Channel> {
+        AuthServiceClient::connect(format!("http://{}", self.auth_addr)).await.unwrap()
+    }
+
+    /// Setup through auth directly, as the control plane (`deployer`) would.
+    pub async fn user(&self, email: &str, super_admin: bool) -> String {
+        let request =
+            CreateUserRequest { email: email.into(), password: PASSWORD.into(), super_admin };
+        self.grpc()
+            .await
+            .create_user(as_service(request))
+            .await
+            .unwrap()
+            .into_inner()
+            .user
+            .unwrap()
+            .id
+    }
+
+    pub async fn group(&self, group: &str) {
+        self.grpc()
+            .await
+            .register_group(as_service(RegisterGroupRequest { group: group.into() }))
+            .await
+            .unwrap();
+    }
+
+    pub async fn member(&self, group: &str, user_id: &str, role: Role) {
+        let request = AddMemberRequest {
+            group: group.into(),
+            user_id: user_id.into(),
+            email: String::new(),
+            role: role as i32,
+        };
+        self.grpc().await.add_member(as_service(request)).await.unwrap();
+    }
+}
+
+pub fn as_service<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(metadata::ACTOR, metadata::ACTOR_DEPLOYER.parse().unwrap());
+    request
+}

@@ -1,0 +1,66 @@
+//! The collections auth owns, with their indexes (ensured at start-up).
+
+use std::sync::Arc;
+
+use ramen_store::{Collection, CollectionSpec, DocumentStore, StoreError};
+
+use crate::model::{
+    AuditRecord, GroupRecord, McpKeyRecord, MembershipRecord, RefreshRecord, SecretRecord,
+    ServiceAccountRecord, UserRecord,
+};
+
+pub const USERS: &str = "auth_users";
+pub const GROUPS: &str = "auth_groups";
+pub const MEMBERSHIPS: &str = "auth_memberships";
+pub const REFRESH_TOKENS: &str = "auth_refresh_tokens";
+pub const MCP_KEYS: &str = "auth_mcp_keys";
+pub const SECRETS: &str = "auth_secrets";
+pub const SERVICE_ACCOUNTS: &str = "auth_service_accounts";
+pub const AUDIT: &str = "auth_audit";
+
+#[derive(Clone)]
+pub struct Collections {
+    pub users: Collection<UserRecord>,
+    pub groups: Collection<GroupRecord>,
+    pub memberships: Collection<MembershipRecord>,
+    pub refresh: Collection<RefreshRecord>,
+    pub keys: Collection<McpKeyRecord>,
+    pub secrets: Collection<SecretRecord>,
+    pub service_accounts: Collection<ServiceAccountRecord>,
+    pub audit: Collection<AuditRecord>,
+}
+
+impl Collections {
+    pub fn new(store: Arc<dyn DocumentStore>) -> Self {
+        Self {
+            users: Collection::new(store.clone(), USERS),
+            groups: Collection::new(store.clone(), GROUPS),
+            memberships: Collection::new(store.clone(), MEMBERSHIPS),
+            refresh: Collection::new(store.clone(), REFRESH_TOKENS),
+            keys: Collection::new(store.clone(), MCP_KEYS),
+            secrets: Collection::new(store.clone(), SECRETS),
+            service_accounts: Collection::new(store.clone(), SERVICE_ACCOUNTS),
+            audit: Collection::new(store, AUDIT),
+        }
+    }
+
+    pub async fn ensure(&self) -> Result<(), StoreError> {
+        let store = self.users.store();
+        let specs = [
+            CollectionSpec::new(USERS).unique("email", ["email"]),
+            CollectionSpec::new(GROUPS),
+            CollectionSpec::new(MEMBERSHIPS).index("group", ["group"]).index("user", ["user_id"]),
+            CollectionSpec::new(REFRESH_TOKENS)
+                .index("family", ["family_id"])
+                .index("user", ["user_id"]),
+            CollectionSpec::new(MCP_KEYS).index("group", ["group"]),
+            CollectionSpec::new(SECRETS).index("group", ["group"]),
+            CollectionSpec::new(SERVICE_ACCOUNTS),
+            CollectionSpec::new(AUDIT).index("at", ["at_ms"]).index("group_at", ["group", "at_ms"]),
+        ];
+        for spec in &specs {
+            store.ensure_collection(spec).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,94 @@
+use ramen_store::StoreError;
+use tonic::{Code, Status};
+
+use crate::seal::SealError;
+
+/// What an auth operation fails with. No variant ever carries a password, token or secret value.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// Bad input; the message names the field.
+    #[error("{field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    /// Wrong email or password (deliberately not saying which).
+    #[error("invalid email or password")]
+    BadCredentials,
+    /// No valid caller: missing actor, unknown user, bad or reused refresh token.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// The caller holds a one-time password: only ChangePassword is allowed.
+    #[error("password change required: set a new password first")]
+    PasswordChangeRequired,
+    /// The caller may see the group but not do this.
+    #[error("{0}")]
+    Denied(String),
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0} already exists")]
+    AlreadyExists(String),
+    /// Optimistic concurrency: the caller's expected version is stale.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Sealing(#[from] SealError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("bus: {0}")]
+    Bus(#[from] ramen_bus::BusError),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl AuthError {
+    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        Self::Invalid { field, reason: reason.into() }
+    }
+
+    pub fn group_not_found(group: &str) -> Self {
+        Self::NotFound(format!("group `{group}`"))
+    }
+}
+
+/// Marks the refusal of a one-time-password session, so the gateway can say so.
+pub const PASSWORD_CHANGE_REQUIRED: &str = "password_change_required";
+
+impl From<AuthError> for Status {
+    fn from(error: AuthError) -> Self {
+        let message = error.to_string();
+        match error {
+            AuthError::Invalid { .. } => Status::invalid_argument(message),
+            AuthError::BadCredentials | AuthError::Unauthenticated(_) => {
+                Status::unauthenticated(message)
+            }
+            AuthError::PasswordChangeRequired => {
+                Status::failed_precondition(format!("{PASSWORD_CHANGE_REQUIRED}: {message}"))
+            }
+            AuthError::Denied(_) => Status::permission_denied(message),
+            AuthError::NotFound(_) => Status::not_found(message),
+            AuthError::AlreadyExists(_) => Status::already_exists(message),
+            AuthError::Conflict(_) => Status::aborted(message),
+            // Fails closed, and the details stay in the server log.
+            AuthError::Sealing(_) => {
+                tracing::error!(error = %message, "a sealed secret does not open");
+                Status::internal("a sealed secret cannot be opened with the configured keys")
+            }
+            AuthError::Store(store) => store_status(store),
+            AuthError::Bus(_) | AuthError::Unavailable(_) => Status::unavailable(message),
+        }
+    }
+}
+
+fn store_status(error: StoreError) -> Status {
+    let code = match &error {
+        StoreError::Unavailable(_) => Code::Unavailable,
+        StoreError::VersionConflict { .. } => Code::Aborted,
+        StoreError::UniqueViolation { .. } | StoreError::AlreadyExists { .. } => {
+            Code::AlreadyExists
+        }
+        StoreError::NotFound { .. } => Code::NotFound,
+        StoreError::InvalidName { .. }
+        | StoreError::InvalidDocument(_)
+        | StoreError::InvalidQuery(_) => Code::InvalidArgument,
+        _ => Code::Internal,
+    };
+    Status::new(code, format!("store: {error}"))
+}

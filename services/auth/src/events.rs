@@ -1,0 +1,55 @@
+//! Events auth publishes on `RAMEN_EVENTS`: `McpKeyChanged` (the zone-manager re-pushes the
+//! key hashes of the affected placements, so a revoked key stops working on running nodes) and
+//! `AuditAppended`.
+
+use std::time::Duration;
+
+use ramen_bus::{Bus, BusError, EventStreamSpec, PublishOptions};
+use ramen_proto::event::{EVENTS_FILTER, Event};
+use ramen_proto::events::v1::EventMeta;
+
+use crate::context::Ctx;
+use crate::model::{new_id, now_ms};
+
+#[derive(Clone)]
+pub struct Events {
+    bus: Bus,
+}
+
+impl Events {
+    pub fn new(bus: Bus) -> Self {
+        Self { bus }
+    }
+
+    /// Creates (or updates to the shared spec) the domain-event stream every service publishes
+    /// to. Idempotent; each publishing service ensures it at start-up.
+    pub async fn ensure_stream(&self, nats: &ramen_config::NatsConfig) -> Result<(), BusError> {
+        let spec = EventStreamSpec {
+            name: nats.events_stream.clone(),
+            subjects: vec![EVENTS_FILTER.to_owned()],
+            max_age: nats.max_age,
+            max_payload: nats.max_payload,
+            duplicate_window: Duration::from_secs(120),
+            replicas: 1,
+        };
+        self.bus.ensure_event_stream(&spec).await
+    }
+
+    /// Publishes `event` with its event id as `Nats-Msg-Id`, so a retried publish is stored once.
+    pub async fn publish<E: Event>(&self, event: &E) -> Result<(), BusError> {
+        let id = event.meta().map(|m| m.event_id.clone()).unwrap_or_else(new_id);
+        self.bus
+            .publish(&ramen_service::subject::<E>(), event, PublishOptions::with_msg_id(id))
+            .await?;
+        Ok(())
+    }
+}
+
+pub fn meta(ctx: &Ctx) -> EventMeta {
+    EventMeta {
+        event_id: new_id(),
+        at_unix_ms: now_ms(),
+        actor: ctx.actor.clone(),
+        request_id: ctx.request_id.clone(),
+    }
+}

@@ -1,0 +1,146 @@
+//! The documents auth keeps in the store. Times are unix milliseconds; ids are UUIDv7 unless
+//! said otherwise.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::seal::Sealed;
+
+pub fn now_ms() -> i64 {
+    let since =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    since.as_millis() as i64
+}
+
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// `auth_users`; unique on `email` (stored lowercased).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UserRecord {
+    pub email: String,
+    /// argon2id PHC string.
+    pub password_hash: String,
+    pub super_admin: bool,
+    /// A one-time password (bootstrap or admin-created): only ChangePassword until changed.
+    pub must_change_password: bool,
+    /// Created by the first-boot bootstrap.
+    #[serde(default)]
+    pub bootstrap: bool,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    #[serde(default)]
+    pub last_login_at_ms: Option<i64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Admin,
+    Member,
+}
+
+/// `auth_groups`, id = the group name: the groups that exist (recorded by the deployer when it
+/// creates one, removed by PurgeGroup). Auth refuses members, keys and secrets for any other.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GroupRecord {
+    pub created_at_ms: i64,
+    pub created_by: String,
+}
+
+/// `auth_memberships`, id = `<group>/<user_id>`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MembershipRecord {
+    pub group: String,
+    pub user_id: String,
+    pub role: Role,
+    pub created_at_ms: i64,
+}
+
+pub fn membership_id(group: &str, user_id: &str) -> String {
+    format!("{group}/{user_id}")
+}
+
+/// `auth_refresh_tokens`, id = lowercase hex SHA-256 of the token. One login starts a family;
+/// every refresh marks the presented token used and adds the next one to the family.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RefreshRecord {
+    pub user_id: String,
+    pub family_id: String,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    #[serde(default)]
+    pub used_at_ms: Option<i64>,
+    #[serde(default)]
+    pub revoked_at_ms: Option<i64>,
+}
+
+/// `auth_mcp_keys`, id = key id.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct McpKeyRecord {
+    pub group: String,
+    pub name: String,
+    pub prefix: String,
+    /// Lowercase hex SHA-256 of the plaintext, as the node compares it.
+    pub sha256_hex: String,
+    pub environments: Vec<String>,
+    pub zones: Vec<String>,
+    #[serde(default)]
+    pub expires_at_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub created_by: String,
+    #[serde(default)]
+    pub revoked_at_ms: Option<i64>,
+}
+
+/// `auth_secrets`, id = [`secret_id`]; the sealed value is bound to that id.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SecretRecord {
+    pub group: String,
+    pub name: String,
+    /// Empty = any.
+    pub environment: String,
+    pub zone: String,
+    pub sealed: Sealed,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub updated_by: String,
+}
+
+pub fn secret_id(group: &str, environment: &str, zone: &str, name: &str) -> String {
+    let any = |s: &str| if s.is_empty() { "*".to_owned() } else { s.to_owned() };
+    format!("{group}/{}/{}/{name}", any(environment), any(zone))
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleRecord {
+    /// `ramen.common.v1.Provider` by number.
+    pub provider: i32,
+    pub permissions: Vec<String>,
+    pub resources: Vec<String>,
+    pub description: String,
+}
+
+/// `auth_service_accounts`, id = group. The store's version is the rules' version.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServiceAccountRecord {
+    pub rules: Vec<RuleRecord>,
+    pub updated_at_ms: i64,
+    pub updated_by: String,
+}
+
+/// `auth_audit`, id = entry id. Only ever inserted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub at_ms: i64,
+    pub actor: String,
+    pub action: String,
+    pub group: String,
+    pub target: String,
+    /// `ramen.common.v1.AuditOutcome` by number.
+    pub outcome: i32,
+    pub request_id: String,
+    pub details: BTreeMap<String, String>,
+}

@@ -1,0 +1,131 @@
+//! Refresh tokens: 256 random bits, stored only as their SHA-256, rotated on every use. A login
+//! starts a *family*; presenting a token that was already rotated means two parties hold the
+//! family (a stolen token, or a client replaying an old one), so the whole family is revoked.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
+use ramen_store::{Filter, Query, StoreError};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use crate::Auth;
+use crate::error::AuthError;
+use crate::model::{RefreshRecord, new_id, now_ms};
+
+pub fn hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.trim().as_bytes()))
+}
+
+fn generate() -> String {
+    let mut raw = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut raw);
+    format!("rt_{}", B64URL.encode(raw))
+}
+
+/// A freshly issued refresh token (the plaintext leaves the service once, in the response).
+pub struct Issued {
+    pub token: String,
+    pub expires_at_ms: i64,
+}
+
+pub fn invalid() -> AuthError {
+    AuthError::Unauthenticated("refresh token is not valid".into())
+}
+
+impl Auth {
+    /// Adds a token to `family` (a new one when `None`).
+    pub(crate) async fn issue_refresh(
+        &self,
+        user_id: &str,
+        family: Option<String>,
+    ) -> Result<Issued, AuthError> {
+        let token = generate();
+        let now = now_ms();
+        let record = RefreshRecord {
+            user_id: user_id.to_owned(),
+            family_id: family.unwrap_or_else(new_id),
+            created_at_ms: now,
+            expires_at_ms: now + self.refresh_ttl.as_millis() as i64,
+            used_at_ms: None,
+            revoked_at_ms: None,
+        };
+        self.db.refresh.insert(&hash(&token), &record).await?;
+        Ok(Issued { token, expires_at_ms: record.expires_at_ms })
+    }
+
+    /// Marks `token` used and returns its record; a reused token revokes its family.
+    pub(crate) async fn rotate_refresh(&self, token: &str) -> Result<RefreshRecord, AuthError> {
+        let id = hash(token);
+        let Some(mut current) = self.db.refresh.get(&id).await? else { return Err(invalid()) };
+        let now = now_ms();
+        loop {
+            let record = &current.value;
+            if record.revoked_at_ms.is_some() {
+                return Err(AuthError::Unauthenticated(
+                    "the session was revoked; sign in again".into(),
+                ));
+            }
+            if record.used_at_ms.is_some() {
+                let family = record.family_id.clone();
+                let revoked = self.revoke_family(&family).await?;
+                tracing::warn!(family = %family, user = %record.user_id, revoked, "refresh token reused; session family revoked");
+                return Err(AuthError::Unauthenticated(
+                    "refresh token was already used; the session is revoked".into(),
+                ));
+            }
+            if record.expires_at_ms <= now {
+                return Err(AuthError::Unauthenticated(
+                    "refresh token expired; sign in again".into(),
+                ));
+            }
+            let mut used = current.clone();
+            used.value.used_at_ms = Some(now);
+            match self.db.refresh.update(used).await {
+                Ok(written) => return Ok(written.value),
+                // A concurrent refresh won: re-read, which now shows the token used.
+                Err(StoreError::VersionConflict { .. }) => {
+                    current = self.db.refresh.get(&id).await?.ok_or_else(invalid)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Revokes every token of a family; returns how many were live.
+    pub(crate) async fn revoke_family(&self, family: &str) -> Result<u64, AuthError> {
+        self.revoke_where(Filter::new().eq("family_id", family)).await
+    }
+
+    pub(crate) async fn revoke_user_sessions(&self, user_id: &str) -> Result<u64, AuthError> {
+        self.revoke_where(Filter::new().eq("user_id", user_id)).await
+    }
+
+    async fn revoke_where(&self, filter: Filter) -> Result<u64, AuthError> {
+        let live = self
+            .db
+            .refresh
+            .find(&Query::new().filter(filter.eq("revoked_at_ms", serde_json::Value::Null)))
+            .await?;
+        let now = now_ms();
+        let mut revoked = 0;
+        for token in live {
+            let result = self.db.refresh.modify(&token.id, |r| {
+                let fresh = r.revoked_at_ms.is_none();
+                r.revoked_at_ms.get_or_insert(now);
+                Ok::<_, StoreError>(fresh)
+            });
+            match result.await {
+                Ok((_, true)) => revoked += 1,
+                Ok((_, false)) | Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(revoked)
+    }
+
+    /// Deletes tokens that expired more than a day ago (the sweeper task).
+    pub(crate) async fn sweep_refresh(&self) -> Result<u64, AuthError> {
+        let cutoff = now_ms() - 24 * 3600 * 1000;
+        Ok(self.db.refresh.delete_many(&Filter::new().lt("expires_at_ms", cutoff)).await?)
+    }
+}

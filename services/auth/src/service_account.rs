@@ -1,0 +1,101 @@
+//! Service-account rules per group: the grants the group's zone identity (GCP service account,
+//! AWS IAM role) receives. Stored here, applied by the zone providers.
+
+use ramen_proto::auth::v1::Action;
+use ramen_store::{StoreError, Versioned};
+
+use crate::audit::details;
+use crate::context::Ctx;
+use crate::error::AuthError;
+use crate::model::{RuleRecord, ServiceAccountRecord, now_ms};
+use crate::{Auth, validate};
+
+const MAX_RULES: usize = 100;
+
+fn check(rules: &[RuleRecord]) -> Result<(), AuthError> {
+    if rules.len() > MAX_RULES {
+        return Err(AuthError::invalid("rules", format!("at most {MAX_RULES} rules")));
+    }
+    for (i, rule) in rules.iter().enumerate() {
+        if rule.permissions.is_empty() {
+            return Err(AuthError::invalid(
+                "rules",
+                format!("rule {i}: needs at least one permission"),
+            ));
+        }
+        let fields = rule.permissions.iter().chain(&rule.resources);
+        if let Some(bad) = fields
+            .into_iter()
+            .find(|v| v.trim().is_empty() || v.len() > 512 || v.chars().any(char::is_whitespace))
+        {
+            return Err(AuthError::invalid(
+                "rules",
+                format!("rule {i}: `{bad}` is not a permission or resource name"),
+            ));
+        }
+        if rule.description.len() > 1024 {
+            return Err(AuthError::invalid(
+                "rules",
+                format!("rule {i}: description is over 1024 bytes"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Auth {
+    /// The rules and their version (0 and empty when never set).
+    pub async fn get_service_account(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+    ) -> Result<Versioned<ServiceAccountRecord>, AuthError> {
+        validate::group(group)?;
+        self.require(ctx, group, Action::ReadGroup).await?;
+        let empty = || Versioned {
+            id: group.to_owned(),
+            version: 0,
+            value: ServiceAccountRecord {
+                rules: Vec::new(),
+                updated_at_ms: 0,
+                updated_by: String::new(),
+            },
+        };
+        Ok(self.db.service_accounts.get(group).await?.unwrap_or_else(empty))
+    }
+
+    /// Replaces the rules; `expected_version` 0 = unconditional, else CONFLICT when stale.
+    pub async fn set_service_account(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        rules: Vec<RuleRecord>,
+        expected_version: u64,
+    ) -> Result<Versioned<ServiceAccountRecord>, AuthError> {
+        let extra = details([("rules", rules.len().to_string())]);
+        let result = async {
+            validate::group(group)?;
+            self.require(ctx, group, Action::ManageServiceAccount).await?;
+            check(&rules)?;
+            let record = ServiceAccountRecord { rules, updated_at_ms: now_ms(), updated_by: ctx.audit_actor().to_owned() };
+            if expected_version == 0 {
+                let version = self.db.service_accounts.put(group, &record).await?;
+                return Ok(Versioned { id: group.to_owned(), version, value: record });
+            }
+            let current = Versioned { id: group.to_owned(), version: expected_version, value: record };
+            match self.db.service_accounts.update(current).await {
+                Ok(written) => Ok(written),
+                Err(StoreError::VersionConflict { actual, .. }) => Err(AuthError::Conflict(format!(
+                    "service-account rules are at version {actual}, not {expected_version}; re-read and retry"
+                ))),
+                Err(StoreError::NotFound { .. }) => Err(AuthError::Conflict(format!(
+                    "service-account rules were never set; expected version {expected_version} does not exist"
+                ))),
+                Err(e) => Err(e.into()),
+            }
+        }
+        .await;
+        self.audited(ctx, "service_account.set", group, &format!("group/{group}"), extra, result)
+            .await
+    }
+}

@@ -1,0 +1,192 @@
+use ramen_proto::auth::v1::*;
+use tonic::Code;
+
+use crate::support::{DEPLOYER, World, as_actor};
+
+struct People {
+    member: String,
+    admin: String,
+    other_admin: String,
+    root: String,
+}
+
+async fn people(world: &World) -> People {
+    world.group("alpha").await;
+    world.group("beta").await;
+    let p = People {
+        member: world.user("member@alpha.dev", false).await,
+        admin: world.user("admin@alpha.dev", false).await,
+        other_admin: world.user("admin@beta.dev", false).await,
+        root: world.user("root@example.com", true).await,
+    };
+    world.member("alpha", &p.member, Role::Member).await;
+    world.member("alpha", &p.admin, Role::Admin).await;
+    world.member("beta", &p.other_admin, Role::Admin).await;
+    p
+}
+
+async fn decision(world: &World, user: &str, group: &str, action: Action) -> Decision {
+    let request =
+        AuthorizeRequest { user_id: user.into(), group: group.into(), action: action as i32 };
+    world.client().authorize(request).await.unwrap().into_inner().decision()
+}
+
+#[tokio::test]
+async fn authorize_answers_by_role_and_hides_other_groups() {
+    let world = World::start().await;
+    let p = people(&world).await;
+    use Decision::{Allow, Deny, NotFound};
+    let cases = [
+        (Action::ReadGroup, [Allow, Allow, NotFound, Allow]),
+        (Action::ManageSecrets, [Deny, Allow, NotFound, Allow]),
+        (Action::ManageGroup, [Deny, Deny, NotFound, Allow]),
+        (Action::ManageZones, [Deny, Deny, Deny, Allow]),
+    ];
+    for (action, expected) in cases {
+        let mut got = Vec::new();
+        for user in [&p.member, &p.admin, &p.other_admin, &p.root] {
+            got.push(decision(&world, user, "alpha", action).await);
+        }
+        assert_eq!(got, expected, "{action:?}");
+    }
+    assert_eq!(
+        decision(&world, &p.root, "gamma", Action::ReadGroup).await,
+        NotFound,
+        "unregistered"
+    );
+    assert_eq!(decision(&world, DEPLOYER, "alpha", Action::Deploy).await, Allow);
+    let unknown = AuthorizeRequest {
+        user_id: "no-such-user".into(),
+        group: "alpha".into(),
+        action: Action::ReadGroup as i32,
+    };
+    assert_eq!(world.client().authorize(unknown).await.unwrap_err().code(), Code::Unauthenticated);
+    let unspecified =
+        AuthorizeRequest { user_id: p.root.clone(), group: "alpha".into(), action: 0 };
+    assert_eq!(
+        world.client().authorize(unspecified).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+}
+
+#[tokio::test]
+async fn every_rpc_checks_its_caller() {
+    let world = World::start().await;
+    let p = people(&world).await;
+    let add = |group: &str| AddMemberRequest {
+        group: group.into(),
+        user_id: String::new(),
+        email: "member@alpha.dev".into(),
+        role: Role::Admin as i32,
+    };
+    let promote = world.client().add_member(as_actor(&p.member, add("alpha"))).await.unwrap_err();
+    assert_eq!(promote.code(), Code::PermissionDenied, "members cannot make themselves admins");
+    let reach =
+        world.client().add_member(as_actor(&p.other_admin, add("alpha"))).await.unwrap_err();
+    assert_eq!(reach.code(), Code::NotFound, "an admin of beta learns nothing about alpha");
+    assert_eq!(
+        reach.message().replace("alpha", "gamma"),
+        world.client().add_member(as_actor(&p.root, add("gamma"))).await.unwrap_err().message()
+    );
+    let anonymous = world.client().add_member(add("alpha")).await.unwrap_err();
+    assert_eq!(anonymous.code(), Code::Unauthenticated);
+    let list_users = ListUsersRequest { page: None, email_prefix: String::new() };
+    assert_eq!(
+        world.client().list_users(as_actor(&p.admin, list_users.clone())).await.unwrap_err().code(),
+        Code::PermissionDenied
+    );
+    let users =
+        world.client().list_users(as_actor(&p.root, list_users)).await.unwrap().into_inner().users;
+    assert!(users.len() >= 5, "the bootstrap admin and four people");
+    let me = world
+        .client()
+        .get_user(as_actor(&p.member, GetUserRequest { user_id: p.member.clone() }))
+        .await
+        .unwrap();
+    assert_eq!(me.into_inner().memberships.len(), 1, "users read themselves");
+    let other = world
+        .client()
+        .get_user(as_actor(&p.member, GetUserRequest { user_id: p.admin.clone() }))
+        .await;
+    assert_eq!(other.unwrap_err().code(), Code::PermissionDenied);
+
+    let added =
+        world.client().add_member(as_actor(&p.admin, add("alpha"))).await.unwrap().into_inner();
+    assert_eq!((added.role(), added.email.as_str()), (Role::Admin, "member@alpha.dev"));
+    let members = world
+        .client()
+        .list_members(as_actor(&p.member, ListMembersRequest { group: "alpha".into(), page: None }))
+        .await;
+    assert_eq!(members.unwrap().into_inner().members.len(), 2);
+}
+
+#[tokio::test]
+async fn the_last_super_admin_stays_and_purge_clears_a_group() {
+    let world = World::start().await;
+    let p = people(&world).await;
+    // The bootstrap admin and root are super admins: one may go, not both.
+    let users = world
+        .client()
+        .list_users(as_actor(
+            &p.root,
+            ListUsersRequest { page: None, email_prefix: "admin@ramen".into() },
+        ))
+        .await;
+    let bootstrap = users.unwrap().into_inner().users.remove(0).id;
+    world
+        .client()
+        .delete_user(as_actor(&p.root, DeleteUserRequest { user_id: bootstrap }))
+        .await
+        .unwrap();
+    let demote = SetSuperAdminRequest { user_id: p.root.clone(), super_admin: false };
+    let err = world.client().set_super_admin(as_actor(&p.root, demote)).await.unwrap_err();
+    assert_eq!(err.code(), Code::Aborted);
+    let delete = world
+        .client()
+        .delete_user(as_actor(&p.root, DeleteUserRequest { user_id: p.root.clone() }))
+        .await;
+    assert_eq!(delete.unwrap_err().code(), Code::Aborted);
+
+    let key = CreateMcpKeyRequest {
+        group: "alpha".into(),
+        name: "k".into(),
+        environments: vec![],
+        zones: vec![],
+        expires_at: None,
+    };
+    world.client().create_mcp_key(as_actor(&p.admin, key)).await.unwrap();
+    let secret = SetSecretRequest {
+        group: "alpha".into(),
+        name: "A".into(),
+        scope: None,
+        value: "v".into(),
+    };
+    world.client().set_secret(as_actor(&p.admin, secret)).await.unwrap();
+    let purge = || PurgeGroupRequest { group: "alpha".into() };
+    assert_eq!(
+        world.client().purge_group(as_actor(&p.admin, purge())).await.unwrap_err().code(),
+        Code::PermissionDenied
+    );
+    let purged =
+        world.client().purge_group(as_actor(DEPLOYER, purge())).await.unwrap().into_inner();
+    assert_eq!(
+        (purged.keys_deleted, purged.secrets_deleted, purged.memberships_deleted),
+        (1, 1, 2)
+    );
+    let again = world.client().purge_group(as_actor(DEPLOYER, purge())).await.unwrap().into_inner();
+    assert_eq!(
+        again.keys_deleted + again.secrets_deleted + again.memberships_deleted,
+        0,
+        "idempotent"
+    );
+    assert_eq!(
+        decision(&world, &p.root, "alpha", Action::ReadGroup).await,
+        Decision::NotFound,
+        "registration gone"
+    );
+    let register = world
+        .client()
+        .register_group(as_actor(&p.admin, RegisterGroupRequest { group: "delta".into() }))
+        .await;
+    assert_eq!(register.unwrap_err().code(), Code::PermissionDenied);
+}

@@ -1,0 +1,9 @@
+//! `auth` over real gRPC, a real `nats-server` and the embedded store.
+
+mod access;
+mod audit;
+mod bootstrap;
+mod keys;
+mod secrets;
+mod sessions;
+mod support;
