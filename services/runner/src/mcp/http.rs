@@ -121,29 +121,31 @@ async fn post_mcp(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let limit = node.settings.max_body_bytes;
     if let Err(refused) = admit(&node, &headers, peer) {
-        return refused;
+        return refuse_unread(body, limit, refused).await;
     }
     let accepts = accepts(&headers);
     if !accepts.json && !accepts.sse {
-        return http_error(
+        let refused = http_error(
             StatusCode::NOT_ACCEPTABLE,
             INVALID_REQUEST,
             "Accept must include application/json and text/event-stream",
         );
+        return refuse_unread(body, limit, refused).await;
     }
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
     if !is_json {
-        return http_error(
+        let refused = http_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             INVALID_REQUEST,
             "Content-Type must be application/json",
         );
+        return refuse_unread(body, limit, refused).await;
     }
-    let limit = node.settings.max_body_bytes;
     let Ok(bytes) = to_bytes(body, limit).await else {
         return http_error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -206,6 +208,17 @@ async fn post_mcp(
             into_response(reply)
         }
     }
+}
+
+/// Answers a request refused before its body was read. The body is read (up to the cap)
+/// first: hyper closes a connection whose request body is left unread, and a client that
+/// retries at once on its pooled connection (the SDK falling back from a newer revision's
+/// probe) would otherwise see "server disconnected". A body above the cap closes instead.
+async fn refuse_unread(body: Body, limit: usize, mut refused: Response) -> Response {
+    if to_bytes(body, limit).await.is_err() {
+        refused.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    refused
 }
 
 fn into_response(reply: Reply) -> Response {
