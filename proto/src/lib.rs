@@ -49,6 +49,8 @@ pub mod metadata {
     pub const ACTOR_DEPLOYER: &str = "deployer";
     /// Actor of the zone-manager's own work (teardown, key-hash pushes).
     pub const ACTOR_ZONE_MANAGER: &str = "zone-manager";
+    /// Actor of the MCP edge's routing lookups (environment zones, endpoints): reads only.
+    pub const ACTOR_EDGE: &str = "edge";
 }
 
 impl auth::v1::AuthorizeResponse {

@@ -86,6 +86,17 @@ pub struct GrpcDirectory {
 /// `(group, environment)`.
 type EnvironmentKey = (String, String);
 
+/// A control-plane request made by the edge on its own behalf: the services refuse calls that
+/// name no actor.
+fn as_edge<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        ramen_proto::metadata::ACTOR,
+        tonic::metadata::MetadataValue::from_static(ramen_proto::metadata::ACTOR_EDGE),
+    );
+    request
+}
+
 impl GrpcDirectory {
     pub fn new(deployer: Channel, zones: Channel, ttl: Duration) -> Self {
         Self {
@@ -99,7 +110,7 @@ impl GrpcDirectory {
     async fn fetch(&self, group: &str, environment: &str) -> Result<Route, DirectoryError> {
         let request =
             GetEnvironmentRequest { group: group.to_owned(), name: environment.to_owned() };
-        let env = match self.deployer.clone().get_environment(request).await {
+        let env = match self.deployer.clone().get_environment(as_edge(request)).await {
             Ok(env) => env.into_inner(),
             Err(status) if status.code() == tonic::Code::NotFound => {
                 return Err(DirectoryError::NotFound {
@@ -118,7 +129,7 @@ impl GrpcDirectory {
         let endpoints = self
             .zones
             .clone()
-            .list_endpoints(request)
+            .list_endpoints(as_edge(request))
             .await
             .map_err(|status| DirectoryError::Unavailable(status.message().to_owned()))?
             .into_inner();

@@ -22,7 +22,8 @@ pub struct Clients {
     pub rebalancer: RebalancerServiceClient<Channel>,
 }
 
-fn channel(url: &str, timeout: Duration) -> Result<Channel, String> {
+/// A lazily connected channel: calls made while the service is down answer UNAVAILABLE.
+pub fn channel(url: &str, timeout: Duration) -> Result<Channel, String> {
     let endpoint =
         Endpoint::from_shared(url.to_owned()).map_err(|e| format!("endpoint `{url}`: {e}"))?;
     Ok(endpoint.connect_timeout(Duration::from_secs(2)).timeout(timeout).connect_lazy())

@@ -38,6 +38,26 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
+/// A JSON body that may be left out: an empty body is `T::default()` (e.g. `POST .../deploys`
+/// without a ref, from `curl -X POST`).
+pub struct OptionalBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::invalid(format!("request body: {}", e.body_text())))?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(T::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(OptionalBody)
+            .map_err(|e| ApiError::invalid(body_error(&e)))
+    }
+}
+
 /// Query-string parameters.
 pub struct Params<T>(pub T);
 

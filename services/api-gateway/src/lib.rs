@@ -10,8 +10,9 @@
 //! - [`clients`]: lazy gRPC clients to the services, with actor / request id / trace metadata.
 //! - [`rate_limit`]: token buckets in the shared-state port (Redis or memory).
 //!
-//! The MCP edge lives in its own module tree (`edge/`) and is merged in [`router`]; it does not
-//! go through the route table (its callers present MCP keys, checked by the nodes).
+//! The MCP edge (`ramen-edge`, set up in `mcp_edge`) is merged in [`router`] under
+//! `/mcp/{group}/{environment}`; it does not go through the route table (its callers present
+//! MCP keys, checked by the nodes).
 
 pub mod access;
 pub mod caller;
@@ -19,12 +20,15 @@ pub mod client_addr;
 pub mod clients;
 pub mod error;
 pub mod extract;
+mod mcp_edge;
 pub mod openapi;
 pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
 mod settings;
 mod state;
+
+use std::sync::Arc;
 
 use axum::Router;
 use axum::response::IntoResponse;
@@ -51,21 +55,23 @@ pub async fn start(platform: Platform) -> Result<Running, StartError> {
 
 /// [`start`] with explicit settings (tests: small rate-limit buckets, endpoints of test servers).
 pub async fn start_with(platform: Platform, settings: Settings) -> Result<Running, StartError> {
+    let edge = mcp_edge::edge(&settings, &platform.config.auth).map_err(StartError::Config)?;
     let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone())
         .map_err(StartError::Config)?;
-    let app = router(gateway, &platform);
+    let app = router(gateway, edge, &platform);
     let (addr, handle) =
         ramen_lifecycle::serve_http(platform.config.listen.api, app, platform.shutdown.token())
             .await?;
     Ok(Running::new("api-gateway", addr, handle))
 }
 
-/// The whole HTTP surface: the REST routes of the table, health, and JSON answers for unknown
-/// routes; every response carries `x-request-id`.
-pub fn router(gateway: Gateway, platform: &Platform) -> Router {
+/// The whole HTTP surface: the REST routes of the table, the MCP edge, health, and JSON
+/// answers for unknown routes; every response carries `x-request-id`.
+pub fn router(gateway: Gateway, edge: Arc<ramen_edge::Edge>, platform: &Platform) -> Router {
     let (api, document) = routes::build(&gateway);
     gateway.set_openapi(serde_json::to_value(&document).unwrap_or_default());
     api.with_state(gateway)
+        .merge(ramen_edge::router(edge))
         .merge(health(platform))
         .fallback(|| async { ApiError::not_found("no such route").into_response() })
         .method_not_allowed_fallback(|| async {

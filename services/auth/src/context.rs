@@ -7,8 +7,12 @@ use tonic::metadata::MetadataMap;
 /// Services that act on their own behalf. They are trusted like a super admin, because the
 /// gRPC ports are reachable only inside the control plane (NetworkPolicy); only `deployer` may
 /// resolve secret values.
-pub const SERVICE_ACTORS: &[&str] =
-    &[metadata::ACTOR_SCHEDULER, metadata::ACTOR_DEPLOYER, metadata::ACTOR_ZONE_MANAGER];
+pub const SERVICE_ACTORS: &[&str] = &[
+    metadata::ACTOR_SCHEDULER,
+    metadata::ACTOR_DEPLOYER,
+    metadata::ACTOR_ZONE_MANAGER,
+    metadata::ACTOR_EDGE,
+];
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ctx {

@@ -1,16 +1,126 @@
-//! `zone-manager`: zones, placements, the zone providers, scaling, IP rules, teardown.
+//! `zone-manager`: zones, placements (group × zone), the zone providers (local processes now;
+//! Kubernetes on GCP/AWS later, behind the same [`provider::ZoneProvider`] port), worker counts
+//! and sizes, IP rules, packages per zone, the local edge's endpoints and weights, and teardown
+//! as a resumable saga. See `docs/architecture.md` ("Zone manager").
 
+pub mod api;
+pub mod auth;
+pub mod error;
+pub mod events;
+pub mod manager;
+pub mod model;
+pub mod provider;
+pub mod store;
+pub mod teardown;
+pub mod validate;
+
+use std::sync::Arc;
+
+use ramen_config::{Config, ServiceName};
+use ramen_proto::zone::v1::zone_service_server::ZoneServiceServer;
 use ramen_service::{Platform, Running, serve_grpc};
+
+use crate::auth::{AuthPort, GrpcAuth};
+use crate::manager::{Settings, ZoneManager};
+use crate::provider::Providers;
+use crate::provider::local::{LocalProvider, LocalSettings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("{0}")]
     Listen(#[from] std::io::Error),
+    #[error("invalid configuration `{key}`: {reason}")]
+    Config { key: &'static str, reason: String },
+    #[error("document store: {0}")]
+    Store(#[from] ramen_store::StoreError),
+    #[error("bus: {0}")]
+    Bus(#[from] ramen_bus::BusError),
+    #[error("auth client: {0}")]
+    Auth(#[from] auth::AuthError),
+    #[error("recovering placements: {0}")]
+    Recover(#[from] error::Error),
+}
+
+/// The running service and its manager (tests and `ramen up` reach the manager directly).
+pub struct Started {
+    pub running: Running,
+    pub manager: Arc<ZoneManager>,
 }
 
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
-    let routes = tonic::service::Routes::default();
+    let auth = GrpcAuth::new(&platform.config.endpoint(ServiceName::Auth))?;
+    Ok(start_with(platform, Arc::new(auth)).await?.running)
+}
+
+/// Starts the service with `auth` as its auth port: opens the collections, ensures the event
+/// stream, brings back the workers of existing placements and resumes unfinished teardowns,
+/// then serves `ZoneService`.
+pub async fn start_with(
+    platform: Platform,
+    auth: Arc<dyn AuthPort>,
+) -> Result<Started, StartError> {
+    let config = &platform.config;
+    let settings = settings(config)?;
+    let db = store::Db::open(platform.store.clone()).await?;
+    events::ensure_stream(&platform.bus, config).await?;
+    let (worker_events, worker_reports) = tokio::sync::mpsc::unbounded_channel();
+    let local = LocalSettings::from_config(config, nats_url(&platform))?;
+    let local = LocalProvider::new(local, platform.tasks.clone(), worker_events);
+    let providers = Providers::default().with(Arc::new(local));
+    let publisher = events::Publisher::new(platform.bus.clone());
+    let manager = Arc::new(ZoneManager::new(
+        db,
+        providers,
+        auth,
+        publisher,
+        settings,
+        platform.tasks.clone(),
+    ));
+    events::spawn_worker_events(&manager, worker_reports);
+    events::spawn_consumers(&manager, &platform.bus, &config.nats.events_stream).await?;
+    manager.recover().await?;
+    manager.spawn_retention();
+
+    let routes =
+        tonic::service::Routes::new(ZoneServiceServer::new(api::ZoneApi::new(manager.clone())));
     let (addr, handle) =
-        serve_grpc(platform.config.listen.zone_manager, routes, platform.shutdown.token()).await?;
-    Ok(Running::new("zone-manager", addr, handle))
+        serve_grpc(config.listen.zone_manager, routes, platform.shutdown.token()).await?;
+    Ok(Started { running: Running::new("zone-manager", addr, handle), manager })
+}
+
+fn settings(config: &Config) -> Result<Settings, StartError> {
+    let zone = &config.zone;
+    if zone.restart_timeout.as_secs() < 1 {
+        return Err(StartError::Config {
+            key: "zone.restart_timeout",
+            reason: "must be at least 1s".into(),
+        });
+    }
+    if zone.max_worker_count == 0 {
+        return Err(StartError::Config {
+            key: "zone.max_worker_count",
+            reason: "must be at least 1".into(),
+        });
+    }
+    validate::cidrs(&zone.trusted_proxies)
+        .map_err(|e| StartError::Config { key: "zone.trusted_proxies", reason: e.to_string() })?;
+    Ok(Settings {
+        restart_timeout: zone.restart_timeout,
+        max_worker_count: zone.max_worker_count,
+        teardown_retention: zone.teardown_retention,
+    })
+}
+
+/// Where local workers send load reports: the configured NATS, or the server this process is
+/// connected to (`ramen up`'s own child).
+fn nats_url(platform: &Platform) -> String {
+    if !platform.config.nats.url.is_empty() {
+        return platform.config.nats.url.clone();
+    }
+    let info = platform.bus.client().server_info();
+    let host = match info.host.as_str() {
+        "" | "0.0.0.0" | "::" | "[::]" => "127.0.0.1",
+        host => host,
+    };
+    format!("nats://{host}:{}", info.port)
 }

@@ -10,13 +10,27 @@
 
 mod audit;
 mod auth;
+mod config;
+mod dead_letters;
+mod deploy_views;
+mod environments;
+mod groups;
 mod info;
+mod job_events;
+mod job_views;
+mod jobs;
 mod keys;
+mod load;
 mod members;
+mod packages;
+mod placements;
 mod secrets;
 mod service_account;
 mod users;
 pub mod views;
+mod visible;
+mod zone_views;
+mod zones;
 
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
@@ -91,6 +105,16 @@ pub fn table() -> Vec<Route> {
     routes.extend(secrets::routes());
     routes.extend(service_account::routes());
     routes.extend(audit::routes());
+    routes.extend(zones::routes());
+    routes.extend(groups::routes());
+    routes.extend(environments::routes());
+    routes.extend(jobs::routes());
+    routes.extend(job_events::routes());
+    routes.extend(placements::routes());
+    routes.extend(packages::routes());
+    routes.extend(load::routes());
+    routes.extend(config::routes());
+    routes.extend(dead_letters::routes());
     routes
 }
 

@@ -63,12 +63,34 @@ impl Stack {
     }
 
     pub async fn start_with(limits: RateLimits, redis_url: Option<&str>) -> Stack {
+        Self::start_services(limits, redis_url, false).await
+    }
+
+    /// Every service, as `ramen up` runs them: the domain routes reach real backends.
+    pub async fn start_full() -> Stack {
+        Self::start_services(RateLimits::default(), None, true).await
+    }
+
+    async fn start_services(limits: RateLimits, redis_url: Option<&str>, full: bool) -> Stack {
         let nats = Nats::start().await.expect("nats-server");
         let dir = tempfile::tempdir().unwrap();
-        let config = config(dir.path(), redis_url);
+        let mut config = config(dir.path(), redis_url);
+        if full {
+            // Known ports: the services find each other from the listen addresses.
+            let free = || SocketAddr::from(([127, 0, 0, 1], ramen_testkit::free_port()));
+            config.listen.auth = free();
+            config.listen.deployer = free();
+            config.listen.zone_manager = free();
+            config.listen.rebalancer = free();
+        }
         let platform =
             Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
         let auth = ramen_auth::launch(platform.clone()).await.expect("auth");
+        if full {
+            ramen_zone_manager::start(platform.clone()).await.expect("zone-manager");
+            ramen_deployer::start(platform.clone()).await.expect("deployer");
+            ramen_rebalancer::start(platform.clone()).await.expect("rebalancer");
+        }
         let mut settings = Settings::from_config(&config).unwrap();
         settings.auth_endpoint = format!("http://{}", auth.running.addr);
         settings.limits = limits;

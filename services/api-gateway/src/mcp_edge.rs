@@ -1,0 +1,37 @@
+//! The MCP edge (`ramen-edge`) as the gateway mounts it at `/mcp/{group}/{environment}`,
+//! outside the route table: its callers present MCP keys, which the worker nodes check.
+//!
+//! - Routing comes from the deployer (the environment's zones) and the zone-manager (ready
+//!   workers, weights, IP rules), cached for [`ROUTE_TTL`]: short, because a local worker gets
+//!   new ports when it restarts (a stale address also invalidates the entry at once).
+//! - Session ids are sealed with a key derived from `auth.secrets_key`, which every gateway
+//!   replica shares, so any replica can route any session.
+//! - The client address comes from `gateway.trusted_proxies` (the cloud load balancer) like
+//!   the REST API's; the edge passes it on in `X-Forwarded-For`, which the nodes believe from
+//!   the addresses in `zone.trusted_proxies`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ramen_edge::{Edge, EdgeSettings, GrpcDirectory, SessionSealer};
+
+use crate::clients::channel;
+use crate::settings::Settings;
+
+/// How long a resolved route is reused.
+pub const ROUTE_TTL: Duration = Duration::from_secs(2);
+/// Bound on one routing lookup: a client's request waits on it.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub fn edge(settings: &Settings, auth: &ramen_config::AuthConfig) -> Result<Arc<Edge>, String> {
+    let key = ramen_config::decode_secrets_key(&auth.secrets_key).map_err(|e| e.to_string())?;
+    let sealer = SessionSealer::from_secret(&key);
+    let directory = GrpcDirectory::new(
+        channel(&settings.deployer_endpoint, LOOKUP_TIMEOUT)?,
+        channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT)?,
+        ROUTE_TTL,
+    );
+    let edge_settings =
+        EdgeSettings { trusted_proxies: settings.trusted_proxies.clone(), ..Default::default() };
+    Ok(Arc::new(Edge::new(Arc::new(directory), sealer, edge_settings)))
+}

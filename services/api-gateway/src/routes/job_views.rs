@@ -1,0 +1,175 @@
+//! JSON shape of a deploy job: per zone, per step, with outcome, errors, stuck workers and log
+//! lines; and how a `WatchJob` update changes the job the SSE route keeps.
+
+use ramen_proto::deployer::v1 as pb;
+use ramen_proto::deployer::v1::watch_job_response::Update;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::deploy_views::job_state;
+use super::views::time;
+use super::zone_views::word;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogLineView {
+    pub at: Option<String>,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StuckWorkerView {
+    pub worker: String,
+    /// e.g. `exit code 1: ModuleNotFoundError...`, `Unschedulable: ...`.
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StepRunView {
+    /// `sync`, `write_config`, `canary`, `reload_smoke`, `stable`, `canary_rollback`.
+    pub step: String,
+    /// `pending`, `running`, `succeeded`, `failed`, `skipped`, `cancelled`.
+    pub status: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    /// Short summary once ended.
+    pub outcome: String,
+    pub error: String,
+    pub stuck: Vec<StuckWorkerView>,
+    /// Empty in job lists (ask for the job).
+    pub log: Vec<LogLineView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ZoneRunView {
+    pub zone: String,
+    pub status: String,
+    pub steps: Vec<StepRunView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobView {
+    pub id: String,
+    pub group: String,
+    pub environment: String,
+    /// As requested.
+    pub git_ref: String,
+    /// Resolved commit; empty until resolved.
+    pub commit: String,
+    /// `queued`, `running`, `succeeded`, `failed`, `failed_resumable`, `cancelled`,
+    /// `dead_lettered`.
+    pub state: String,
+    pub requested_by: String,
+    pub created_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Delivery count of the current attempt (1 = first).
+    pub attempt: u32,
+    pub error: String,
+    pub cancel_requested: bool,
+    pub zones: Vec<ZoneRunView>,
+}
+
+fn step_status(status: ramen_proto::common::v1::StepStatus) -> String {
+    word(status.as_str_name(), "STEP_STATUS_")
+}
+
+impl From<pb::StepRun> for StepRunView {
+    fn from(s: pb::StepRun) -> Self {
+        Self {
+            step: word(s.step().as_str_name(), "DEPLOY_STEP_"),
+            status: step_status(s.status()),
+            started_at: time(s.started_at.as_ref()),
+            ended_at: time(s.ended_at.as_ref()),
+            outcome: s.outcome,
+            error: s.error,
+            stuck: s
+                .stuck
+                .into_iter()
+                .map(|w| StuckWorkerView { worker: w.worker, reason: w.reason })
+                .collect(),
+            log: s
+                .log
+                .into_iter()
+                .map(|l| LogLineView { at: time(l.at.as_ref()), text: l.text })
+                .collect(),
+        }
+    }
+}
+
+impl From<pb::DeployJob> for JobView {
+    fn from(j: pb::DeployJob) -> Self {
+        let state = job_state(j.state());
+        let zones = j
+            .zones
+            .into_iter()
+            .map(|z| ZoneRunView {
+                status: step_status(z.status()),
+                zone: z.zone,
+                steps: z.steps.into_iter().map(StepRunView::from).collect(),
+            })
+            .collect();
+        Self {
+            state,
+            created_at: time(j.created_at.as_ref()),
+            started_at: time(j.started_at.as_ref()),
+            finished_at: time(j.finished_at.as_ref()),
+            id: j.id,
+            group: j.group,
+            environment: j.environment,
+            git_ref: j.git_ref,
+            commit: j.commit,
+            requested_by: j.requested_by,
+            attempt: j.attempt,
+            error: j.error,
+            cancel_requested: j.cancel_requested,
+            zones,
+        }
+    }
+}
+
+/// The step `step` of `zone` in `job`, added in pipeline order when the job did not list it.
+fn step_mut<'j>(job: &'j mut pb::DeployJob, zone: &str, step: i32) -> &'j mut pb::StepRun {
+    let at = match job.zones.iter().position(|z| z.zone == zone) {
+        Some(at) => at,
+        None => {
+            job.zones.push(pb::ZoneRun { zone: zone.to_owned(), ..Default::default() });
+            job.zones.len() - 1
+        }
+    };
+    let steps = &mut job.zones[at].steps;
+    let index = match steps.iter().position(|s| s.step == step) {
+        Some(index) => index,
+        None => {
+            let index = steps.iter().position(|s| s.step > step).unwrap_or(steps.len());
+            steps.insert(index, pb::StepRun { step, ..Default::default() });
+            index
+        }
+    };
+    &mut steps[index]
+}
+
+/// Applies one `WatchJob` message to the job the stream has shown so far.
+pub fn apply(job: &mut pb::DeployJob, update: Update) {
+    match update {
+        Update::Snapshot(snapshot) => *job = snapshot,
+        Update::Step(change) => {
+            let run = change.run.unwrap_or_default();
+            let step = step_mut(job, &change.zone, change.step);
+            let log = std::mem::take(&mut step.log);
+            *step = pb::StepRun { log, ..run };
+            step.step = change.step;
+        }
+        Update::Log(line) => {
+            if let Some(text) = line.line {
+                step_mut(job, &line.zone, line.step).log.push(text);
+            }
+        }
+        Update::State(state) => {
+            job.state = state.state;
+            if !state.commit.is_empty() {
+                job.commit = state.commit;
+            }
+            job.error = state.error;
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! Environments (group admins): a git ref deployed to a set of zones, with a verbose flag and
+//! a blocked list. Blocked-list edits reach running nodes live; a zone no environment of the
+//! group uses any more is torn down (the record goes once its teardowns are done: `sweep`).
+
+use std::collections::BTreeSet;
+
+use ramen_proto::auth::v1::Action;
+use ramen_proto::deployer::v1 as pb;
+use ramen_proto::events::v1::EnvironmentDeleted;
+use ramen_store::{Filter, Query, StoreError};
+
+use crate::caller::Ctx;
+use crate::conversions::Page;
+use crate::error::{Error, Result};
+use crate::git::refs::check_ref;
+use crate::model::{EnvironmentRecord, GroupRecord, environment_id, now_ms};
+use crate::{Deployer, validate};
+
+impl Deployer {
+    pub async fn create_environment(
+        &self,
+        ctx: &Ctx,
+        r: pb::CreateEnvironmentRequest,
+    ) -> Result<EnvironmentRecord> {
+        validate::dns_label("group", &r.group)?;
+        validate::dns_label("name", &r.name)?;
+        self.require(ctx, &r.group, Action::ManageEnvironments).await?;
+        let group = self.active_group(&r.group).await?;
+        let git_ref = if r.git_ref.is_empty() { group.default_ref.clone() } else { r.git_ref };
+        check_ref(&git_ref)?;
+        let zones = self.check_zones(&group, &r.zones).await?;
+        let now = now_ms();
+        let record = EnvironmentRecord {
+            group: r.group.clone(),
+            name: r.name.clone(),
+            git_ref,
+            zones,
+            verbose: r.verbose,
+            blocked: validate::blocked(&r.blocked)?,
+            created_at_ms: now,
+            updated_at_ms: now,
+            ..EnvironmentRecord::default()
+        };
+        match self.db.environments.insert(&environment_id(&r.group, &r.name), &record).await {
+            Ok(_) => {}
+            Err(StoreError::AlreadyExists { .. }) => {
+                return Err(Error::AlreadyExists(format!(
+                    "environment `{}` of group `{}`",
+                    r.name, r.group
+                )));
+            }
+            Err(err) => return Err(err.into()),
+        }
+        self.audit(
+            ctx,
+            "environment.create",
+            &r.group,
+            &format!("env/{}", r.name),
+            [("git_ref", record.git_ref.clone()), ("zones", record.zones.join(","))],
+        )
+        .await;
+        Ok(record)
+    }
+
+    pub async fn get_environment(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        name: &str,
+    ) -> Result<EnvironmentRecord> {
+        validate::dns_label("group", group)?;
+        self.require(ctx, group, Action::ReadGroup).await?;
+        self.environment(group, name).await
+    }
+
+    /// One group's environments, or (group empty) those of every group the caller belongs to.
+    pub async fn list_environments(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        page: Page,
+    ) -> Result<(Vec<EnvironmentRecord>, ramen_proto::common::v1::PageInfo)> {
+        let query = Query::new().sort_asc("group").sort_asc("name");
+        let found = if group.is_empty() {
+            let visible = self.visible_groups(ctx).await?;
+            let mut query = query;
+            if let Some(groups) = visible {
+                query = query.is_in("group", groups);
+            }
+            self.db.environments.find(&query).await?
+        } else {
+            validate::dns_label("group", group)?;
+            self.require(ctx, group, Action::ReadGroup).await?;
+            self.db.environments.find(&query.filter(Filter::new().eq("group", group))).await?
+        };
+        Ok(page.cut(found.into_iter().map(|e| e.value).collect()))
+    }
+
+    pub async fn update_environment(
+        &self,
+        ctx: &Ctx,
+        r: pb::UpdateEnvironmentRequest,
+    ) -> Result<EnvironmentRecord> {
+        validate::dns_label("group", &r.group)?;
+        self.require(ctx, &r.group, Action::ManageEnvironments).await?;
+        let group = self.active_group(&r.group).await?;
+        let before = self.environment(&r.group, &r.name).await?;
+        if let Some(git_ref) = &r.git_ref {
+            check_ref(git_ref)?;
+        }
+        let zones = match &r.zones {
+            Some(list) => Some(self.check_zones(&group, &list.values).await?),
+            None => None,
+        };
+        let blocked = r.blocked.as_ref().map(|b| validate::blocked(&b.values)).transpose()?;
+        let id = environment_id(&r.group, &r.name);
+        let (written, ()) = self
+            .db
+            .environments
+            .modify(&id, |e| apply(e, &r, zones.as_ref(), blocked.as_ref()))
+            .await?;
+        let env = written.value;
+        if blocked.is_some() && blocked.as_ref() != Some(&before.blocked) {
+            self.push_blocked(&env).await?;
+        }
+        let dropped: Vec<String> =
+            before.zones.iter().filter(|z| !env.zones.contains(z)).cloned().collect();
+        let released = self.unused_zones(&env.group, &env.name, &dropped).await?;
+        for zone in &released {
+            self.zones.teardown(&env.group, zone).await?;
+        }
+        self.audit(
+            ctx,
+            "environment.update",
+            &env.group,
+            &format!("env/{}", env.name),
+            [("released_zones", released.join(","))],
+        )
+        .await;
+        Ok(env)
+    }
+
+    /// Marks the environment deleting, starts the teardown of the zones no other environment of
+    /// the group uses, and publishes `EnvironmentDeleted`; the record goes once they are done.
+    pub async fn delete_environment(
+        &self,
+        ctx: &Ctx,
+        group: &str,
+        name: &str,
+    ) -> Result<Vec<String>> {
+        validate::dns_label("group", group)?;
+        self.require(ctx, group, Action::ManageEnvironments).await?;
+        let env = self.environment(group, name).await?;
+        if let Some(live) = self.live_job(group, name).await? {
+            return Err(Error::FailedPrecondition(format!(
+                "deploy {} of environment `{name}` is {:?}; cancel it first",
+                live.id, live.state
+            )));
+        }
+        let released = self.unused_zones(group, name, &env.zones).await?;
+        let id = environment_id(group, name);
+        let marked = released.clone();
+        self.db
+            .environments
+            .modify(&id, |e| {
+                e.deleting = true;
+                e.released_zones = marked.clone();
+                e.updated_at_ms = now_ms();
+                Ok::<_, Error>(())
+            })
+            .await?;
+        for zone in &released {
+            self.zones.teardown(group, zone).await?;
+        }
+        let event = EnvironmentDeleted {
+            meta: Some(crate::ports::events::meta(ctx)),
+            group: group.to_owned(),
+            environment: name.to_owned(),
+            released_zones: released.clone(),
+        };
+        self.events.publish(&event).await;
+        self.audit(
+            ctx,
+            "environment.delete",
+            group,
+            &format!("env/{name}"),
+            [("released_zones", released.join(","))],
+        )
+        .await;
+        self.finish_environment_deletions().await?;
+        Ok(released)
+    }
+
+    /// Removes the records of deleted environments whose teardowns are done (and their jobs).
+    pub(crate) async fn finish_environment_deletions(&self) -> Result<()> {
+        let deleting = self.db.environments.find(&Query::new().eq("deleting", true)).await?;
+        for env in deleting.into_iter().map(|e| e.value) {
+            let mut pending = false;
+            for zone in &env.released_zones {
+                let progress = self.zones.teardown_progress(&env.group, zone).await?;
+                pending |= progress
+                    .iter()
+                    .any(|p| p.state != ramen_proto::zone::v1::TeardownState::Done as i32);
+            }
+            if pending {
+                continue;
+            }
+            let jobs =
+                Filter::new().eq("group", env.group.as_str()).eq("environment", env.name.as_str());
+            self.db.jobs.delete_many(&jobs).await?;
+            self.db.environments.delete(&environment_id(&env.group, &env.name), None).await?;
+            tracing::info!(group = %env.group, environment = %env.name, "environment deleted");
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn environment(&self, group: &str, name: &str) -> Result<EnvironmentRecord> {
+        validate::dns_label("name", name)?;
+        let found = self.db.environments.get(&environment_id(group, name)).await?;
+        found
+            .map(|e| e.value)
+            .ok_or_else(|| Error::NotFound(format!("environment `{name}` of group `{group}`")))
+    }
+
+    /// Each zone exists (any zone that exists may be attached) and the group may use it.
+    async fn check_zones(&self, group: &GroupRecord, zones: &[String]) -> Result<Vec<String>> {
+        let zones = validate::zones(zones)?;
+        for zone in &zones {
+            if self.zones.zone(zone).await?.is_none() {
+                return Err(Error::invalid(
+                    "zones",
+                    format!("zone `{zone}` does not exist (a super admin creates zones)"),
+                ));
+            }
+            let allowed = &group.restrictions.allowed_zones;
+            if !allowed.is_empty() && !allowed.contains(zone) {
+                return Err(Error::invalid(
+                    "zones",
+                    format!(
+                        "group `{}` may not use zone `{zone}` (allowed: {})",
+                        group.name,
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(zones)
+    }
+
+    /// Of `zones`, those no other environment of the group deploys to.
+    async fn unused_zones(
+        &self,
+        group: &str,
+        except: &str,
+        zones: &[String],
+    ) -> Result<Vec<String>> {
+        let others = self.db.environments.find(&Query::new().eq("group", group)).await?;
+        let used: BTreeSet<String> = others
+            .into_iter()
+            .filter(|e| e.value.name != except && !e.value.deleting)
+            .flat_map(|e| e.value.zones)
+            .collect();
+        Ok(zones.iter().filter(|z| !used.contains(*z)).cloned().collect())
+    }
+
+    /// The blocked list, live on every zone of the environment that has a placement.
+    async fn push_blocked(&self, env: &EnvironmentRecord) -> Result<()> {
+        for zone in &env.zones {
+            match self.zones.live_policy(&env.group, zone, Some(env.blocked.clone()), None).await {
+                Ok(_) | Err(Error::NotFound(_)) => {}
+                Err(Error::FailedPrecondition(_)) => {} // nothing deployed there yet
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An update's set fields onto the record (unset ones are left as they are).
+fn apply(
+    e: &mut EnvironmentRecord,
+    r: &pb::UpdateEnvironmentRequest,
+    zones: Option<&Vec<String>>,
+    blocked: Option<&Vec<String>>,
+) -> Result<()> {
+    if e.deleting {
+        return Err(Error::FailedPrecondition(format!(
+            "environment `{}` is being deleted",
+            e.name
+        )));
+    }
+    if let Some(git_ref) = &r.git_ref {
+        e.git_ref = git_ref.clone();
+    }
+    if let Some(verbose) = r.verbose {
+        e.verbose = verbose;
+    }
+    if let Some(zones) = zones {
+        e.zones = zones.clone();
+    }
+    if let Some(blocked) = blocked {
+        e.blocked = blocked.clone();
+    }
+    e.updated_at_ms = now_ms();
+    Ok(())
+}

@@ -1,0 +1,196 @@
+//! Groups: super admins create and delete them (deletion is the saga in `deletion.rs`);
+//! a group's existence is registered with auth first (auth's seam: `RegisterGroup`), then
+//! recorded here. Members, the first admin included, are added through auth's `AddMember`.
+
+use ramen_proto::auth::v1::Action;
+use ramen_proto::common::v1::AuditOutcome;
+use ramen_proto::deployer::v1 as pb;
+use ramen_store::{Query, StoreError, Versioned};
+
+use crate::caller::Ctx;
+use crate::conversions::{Page, restrictions_in};
+use crate::error::{Error, Result};
+use crate::git::{check_repo_url, refs::check_ref};
+use crate::model::{GroupPhase, GroupRecord, now_ms};
+use crate::ports::Audit;
+use crate::{Deployer, validate};
+
+impl Deployer {
+    pub async fn create_group(&self, ctx: &Ctx, r: pb::CreateGroupRequest) -> Result<GroupRecord> {
+        self.require(ctx, "", Action::CreateGroup).await?;
+        validate::dns_label("name", &r.name)?;
+        check_repo_url(&r.repo_url, self.settings.local_mode)?;
+        let default_ref = if r.default_ref.is_empty() { "main".to_owned() } else { r.default_ref };
+        check_ref(&default_ref)?;
+        worker_image(&r.worker_image)?;
+        let now = now_ms();
+        let record = GroupRecord {
+            name: r.name.clone(),
+            repo_url: r.repo_url,
+            default_ref,
+            worker_image: r.worker_image,
+            restrictions: restrictions_in(r.restrictions)?,
+            github_app_installation_id: installation_id(r.github_app_installation_id)?,
+            status: GroupPhase::Active,
+            created_at_ms: now,
+            updated_at_ms: now,
+            deletion: None,
+        };
+        if let Some(existing) = self.db.groups.get(&r.name).await? {
+            return Err(match existing.value.status {
+                GroupPhase::Deleting => Error::FailedPrecondition(format!(
+                    "group `{}` is being deleted; create it again once GetGroupDeletion says it is gone",
+                    r.name
+                )),
+                GroupPhase::Active => Error::AlreadyExists(format!("group `{}`", r.name)),
+            });
+        }
+        // Auth first: a registration without a record only reserves the name until a retry.
+        self.auth.register_group(ctx, &r.name).await?;
+        match self.db.groups.insert(&r.name, &record).await {
+            Ok(_) => {}
+            Err(StoreError::AlreadyExists { .. }) => {
+                return Err(Error::AlreadyExists(format!("group `{}`", r.name)));
+            }
+            Err(err) => return Err(err.into()),
+        }
+        self.audit(
+            ctx,
+            "group.create",
+            &r.name,
+            &format!("group/{}", r.name),
+            [("repo_url", record.repo_url.clone())],
+        )
+        .await;
+        Ok(record)
+    }
+
+    pub async fn get_group(&self, ctx: &Ctx, name: &str) -> Result<GroupRecord> {
+        validate::dns_label("name", name)?;
+        self.require(ctx, name, Action::ReadGroup).await?;
+        Ok(self.group(name).await?.value)
+    }
+
+    /// Every group for a super admin; the caller's groups otherwise.
+    pub async fn list_groups(
+        &self,
+        ctx: &Ctx,
+        page: Page,
+    ) -> Result<(Vec<GroupRecord>, ramen_proto::common::v1::PageInfo)> {
+        let visible = self.visible_groups(ctx).await?;
+        let all = self.db.groups.find(&Query::new().sort_asc("name")).await?;
+        let groups: Vec<GroupRecord> = all
+            .into_iter()
+            .map(|g| g.value)
+            .filter(|g| visible.as_ref().is_none_or(|names| names.contains(&g.name)))
+            .collect();
+        Ok(page.cut(groups))
+    }
+
+    pub async fn update_group(&self, ctx: &Ctx, r: pb::UpdateGroupRequest) -> Result<GroupRecord> {
+        validate::dns_label("name", &r.name)?;
+        self.require(ctx, &r.name, Action::ManageGroup).await?;
+        if let Some(url) = &r.repo_url {
+            check_repo_url(url, self.settings.local_mode)?;
+        }
+        if let Some(git_ref) = &r.default_ref {
+            check_ref(git_ref)?;
+        }
+        if let Some(image) = &r.worker_image {
+            worker_image(image)?;
+        }
+        let restrictions = r.restrictions.map(|r| restrictions_in(Some(r))).transpose()?;
+        let installation = r.github_app_installation_id.map(installation_id).transpose()?;
+        let (written, ()) = self
+            .db
+            .groups
+            .modify(&r.name, |g| {
+                if g.status == GroupPhase::Deleting {
+                    return Err(Error::FailedPrecondition(format!(
+                        "group `{}` is being deleted",
+                        g.name
+                    )));
+                }
+                if let Some(url) = &r.repo_url {
+                    g.repo_url = url.clone();
+                }
+                if let Some(git_ref) = &r.default_ref {
+                    g.default_ref = git_ref.clone();
+                }
+                if let Some(image) = &r.worker_image {
+                    g.worker_image = image.clone();
+                }
+                if let Some(restrictions) = &restrictions {
+                    g.restrictions = restrictions.clone();
+                }
+                if let Some(id) = installation {
+                    g.github_app_installation_id = id;
+                }
+                g.updated_at_ms = now_ms();
+                Ok(())
+            })
+            .await?;
+        self.audit(ctx, "group.update", &r.name, &format!("group/{}", r.name), []).await;
+        Ok(written.value)
+    }
+
+    /// `None` = every group (super admin or service actor).
+    pub(crate) async fn visible_groups(&self, ctx: &Ctx) -> Result<Option<Vec<String>>> {
+        if ctx.actor.is_empty() {
+            return Err(Error::Unauthenticated("no caller identity".into()));
+        }
+        if crate::caller::is_service_actor(&ctx.actor) {
+            return Ok(None);
+        }
+        let (super_admin, groups) = self.auth.memberships(&ctx.actor).await?;
+        Ok(if super_admin { None } else { Some(groups) })
+    }
+
+    pub(crate) async fn group(&self, name: &str) -> Result<Versioned<GroupRecord>> {
+        self.db.groups.get(name).await?.ok_or_else(|| Error::NotFound(format!("group `{name}`")))
+    }
+
+    /// An active group (not being deleted).
+    pub(crate) async fn active_group(&self, name: &str) -> Result<GroupRecord> {
+        let group = self.group(name).await?.value;
+        if group.status == GroupPhase::Deleting {
+            return Err(Error::FailedPrecondition(format!("group `{name}` is being deleted")));
+        }
+        Ok(group)
+    }
+
+    pub(crate) async fn audit<const N: usize>(
+        &self,
+        ctx: &Ctx,
+        action: &'static str,
+        group: &str,
+        target: &str,
+        details: [(&str, String); N],
+    ) {
+        let entry = Audit {
+            action,
+            group: group.to_owned(),
+            target: target.to_owned(),
+            outcome: AuditOutcome::Success,
+            details: details.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        };
+        self.auth.audit(ctx, entry).await;
+    }
+}
+
+fn worker_image(image: &str) -> Result<()> {
+    if image.len() > 512
+        || image.chars().any(|c| c.is_whitespace() || c.is_control())
+        || image.starts_with('-')
+    {
+        return Err(Error::invalid("worker_image", format!("{image:?} is not an image reference")));
+    }
+    Ok(())
+}
+
+fn installation_id(id: i64) -> Result<i64> {
+    if id < 0 {
+        return Err(Error::invalid("github_app_installation_id", "must be positive (0 = none)"));
+    }
+    Ok(id)
+}

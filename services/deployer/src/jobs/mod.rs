@@ -1,0 +1,106 @@
+//! Deploy jobs as durable JetStream work. See `docs/architecture.md` ("Deployer") for the
+//! state machine. In short:
+//! - `submit`: `StartDeploy` stores the job (QUEUED) and publishes a `DeployWork` item on
+//!   `RAMEN_JOBS` with the job id as `Nats-Msg-Id`.
+//! - `worker`: a durable pull consumer shared by every deployer; a delivery is claimed with a
+//!   KV lease and a fenced write on the job record, run by `pipeline` (per zone: `steps`)
+//!   while a heartbeat refreshes the lease and sends `InProgress`, then settled.
+//! - `sweeper`: orphans (lease gone, no holder) → FAILED_RESUMABLE; items the mover parked →
+//!   DEAD_LETTERED; jobs whose work item never made it → republished.
+//! - `dlq`: list, inspect, replay and discard dead letters; `watch`: `WatchJob`.
+
+mod cancel;
+mod claim;
+mod dlq;
+pub mod model;
+mod pipeline;
+mod read;
+mod recorder;
+mod smoke;
+mod steps;
+mod submit;
+mod sweeper;
+mod watch;
+mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ramen_bus::{ConsumerSpec, Kv, KvSpec, Subject, WorkStreamSpec};
+use ramen_proto::event::Event;
+use ramen_proto::events::v1::DeployWork;
+use ramen_service::Platform;
+
+pub use dlq::DeadLetterView;
+pub use smoke::{smoke_key, tools_list};
+pub use watch::WatchStream;
+
+use crate::{Deployer, StartError};
+
+/// The durable consumer every deployer replica shares.
+pub const WORK_DURABLE: &str = "deployer-jobs";
+
+pub(crate) fn work_subject() -> Subject<DeployWork> {
+    ramen_service::subject::<DeployWork>()
+}
+
+/// `job.<id>` in the lease bucket.
+pub(crate) fn lease_key(job_id: &str) -> String {
+    format!("job.{job_id}")
+}
+
+/// The lease bucket (TTL = the lease TTL), opened once per deployer.
+pub(crate) async fn lease_bucket(deployer: &Deployer) -> Result<Kv, ramen_bus::BusError> {
+    let open = || async {
+        let spec = KvSpec {
+            bucket: deployer.nats.kv_bucket.clone(),
+            ttl: Some(deployer.settings.lease_ttl),
+            ..KvSpec::default()
+        };
+        deployer.bus.kv(&spec).await
+    };
+    deployer.leases.get_or_try_init(open).await.cloned()
+}
+
+/// Streams, lease bucket and consumer; then the job worker, the dead-letter mover, the orphan
+/// sweeper and any group deletion left unfinished.
+pub(crate) async fn start_background(
+    deployer: &Arc<Deployer>,
+    platform: &Platform,
+) -> Result<(), StartError> {
+    let nats = &deployer.nats;
+    let bus = &deployer.bus;
+    bus.ensure_work_stream(&WorkStreamSpec {
+        name: nats.stream.clone(),
+        subjects: vec![DeployWork::SUBJECT.to_owned()],
+        max_age: nats.max_age,
+        max_payload: nats.max_payload,
+        duplicate_window: Duration::from_secs(120),
+        dlq_name: nats.dlq_stream.clone(),
+        dlq_max_age: nats.dlq_max_age,
+        replicas: 1,
+    })
+    .await?;
+    let kv = lease_bucket(deployer).await?;
+    let spec = ConsumerSpec {
+        stream: nats.stream.clone(),
+        durable: WORK_DURABLE.to_owned(),
+        filter_subject: String::new(),
+        ack_wait: deployer.settings.ack_wait,
+        max_deliver: deployer.settings.max_deliver,
+        max_ack_pending: deployer.settings.max_ack_pending,
+    };
+    let consumer = bus.work_consumer(spec, &work_subject()).await?;
+    let mover = bus.dead_letter_mover(&nats.stream).await?;
+    let crashed = deployer.crashed.clone();
+    platform.tasks.spawn(mover.name(), move |stop| async move {
+        tokio::select! {
+            () = mover.run(stop) => {}
+            () = crashed.cancelled() => {}
+        }
+    });
+    worker::spawn(deployer, platform, consumer, kv.clone());
+    sweeper::spawn(deployer, platform, kv);
+    deployer.resume_deletions().await?;
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! Input rules for names and lists. Each failure names the field and what would be accepted.
+
+use crate::error::{Error, Result};
+
+/// A DNS label (RFC 1123): 1–63 lowercase letters, digits and `-`, starting with a letter and
+/// not ending with `-`.
+pub fn dns_label(field: &'static str, value: &str) -> Result<()> {
+    let bad = |reason: &str| Err(Error::invalid(field, format!("{value:?} {reason}")));
+    if value.is_empty() {
+        return Err(Error::invalid(field, "is required"));
+    }
+    if value.len() > 63 {
+        return bad("is longer than 63 characters (a DNS label)");
+    }
+    if !value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        return bad("may only contain lowercase letters, digits and `-` (a DNS label)");
+    }
+    if !value.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return bad("must start with a lowercase letter");
+    }
+    if value.ends_with('-') {
+        return bad("must not end with `-`");
+    }
+    Ok(())
+}
+
+/// Blocked entries: a package (`weather`) or a tool (`weather.forecast`), Python identifiers
+/// joined by dots. Deduplicated, order kept.
+pub fn blocked(values: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for raw in values {
+        let value = raw.trim();
+        let ok = !value.is_empty()
+            && value.len() <= 200
+            && value.split('.').all(|part| {
+                !part.is_empty()
+                    && part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                    && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+            });
+        if !ok {
+            return Err(Error::invalid(
+                "blocked",
+                format!("{raw:?} is not a package (`weather`) or tool (`weather.forecast`) name"),
+            ));
+        }
+        if !out.iter().any(|o| o == value) {
+            out.push(value.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Zone names, deduplicated, each a DNS label.
+pub fn zones(values: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for zone in values {
+        dns_label("zones", zone)?;
+        if !out.contains(zone) {
+            out.push(zone.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Idempotency keys: printable, no spaces, at most 128 bytes.
+pub fn idempotency_key(key: &str) -> Result<()> {
+    if key.len() > 128 || !key.chars().all(|c| c.is_ascii_graphic()) {
+        return Err(Error::invalid(
+            "idempotency_key",
+            "must be at most 128 printable ASCII characters without spaces",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_lists() {
+        assert!(dns_label("name", "team-a").is_ok());
+        for bad in ["", "Team", "1team", "team-", "te_am", &"a".repeat(64)] {
+            assert!(dns_label("name", bad).is_err(), "{bad}");
+        }
+        let list = blocked(&["weather".into(), " notes.add ".into(), "weather".into()]).unwrap();
+        assert_eq!(list, vec!["weather", "notes.add"]);
+        assert!(blocked(&["bad name".into()]).unwrap_err().to_string().contains("bad name"));
+        assert!(blocked(&["a..b".into()]).is_err());
+        assert!(idempotency_key("retry-1").is_ok());
+        assert!(idempotency_key("has space").is_err());
+    }
+}

@@ -1,0 +1,382 @@
+//! One world per test: a real `nats-server`, the embedded store and blob directory in a temp
+//! dir, the real auth and zone-manager (its local provider running real `ramen-runner` workers
+//! with the test virtualenv's Python), and one or more deployers sharing them, each with its
+//! own lifecycle so a test can drain, crash or add one. Nothing is a stand-in.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use base64::Engine;
+use ramen_config::{Config, Secret};
+use ramen_deployer::{DeployerSettings, Started};
+use ramen_lifecycle::{Health, Shutdown, TaskCenter};
+use ramen_proto::auth::v1 as apb;
+use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
+use ramen_proto::common::v1 as common;
+use ramen_proto::deployer::v1 as pb;
+use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
+use ramen_proto::metadata;
+use ramen_proto::zone::v1 as zpb;
+use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
+use ramen_service::{Platform, Running};
+use ramen_testkit::{Nats, eventually};
+use tempfile::TempDir;
+use tonic::transport::Channel;
+
+pub const MINUTE: Duration = Duration::from_secs(60);
+/// How long a restarted track may take to become ready (a healthy one takes a few seconds).
+pub const ROLLOUT: Duration = Duration::from_secs(30);
+pub const SECRETS_KEY: [u8; 32] = [7; 32];
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn runner_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe.parent().and_then(Path::parent).unwrap().join("ramen-runner");
+    assert!(
+        binary.is_file(),
+        "{} is missing: `cargo build -p ramen-runner` first (same CARGO_TARGET_DIR)",
+        binary.display()
+    );
+    binary
+}
+
+fn python() -> PathBuf {
+    let bin = std::env::var_os("RAMEN_TEST_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
+    });
+    bin.join("python")
+}
+
+fn site_packages() -> PathBuf {
+    static SITE: OnceLock<PathBuf> = OnceLock::new();
+    SITE.get_or_init(|| {
+        let out = Command::new(python())
+            .args(["-c", "import site; print(site.getsitepackages()[0])"])
+            .output()
+            .expect("the test virtualenv's python runs (scripts/test installs it)");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+    .clone()
+}
+
+fn config(data_dir: &Path, nats_url: &str) -> Config {
+    let mut config = Config { data_dir: data_dir.to_owned(), ..Config::default() };
+    let any = "127.0.0.1:0".parse().unwrap();
+    config.listen.auth = any;
+    config.listen.zone_manager = any;
+    config.listen.deployer = any;
+    config.listen.admin = any;
+    config.nats.url = nats_url.to_owned();
+    config.nats.ack_wait = Duration::from_secs(4);
+    config.nats.max_deliver = 4;
+    config.drain.timeout = Duration::from_secs(20);
+    config.auth.jwt_secret = Secret::new("deployer-test-signing-key-that-is-long-enough");
+    config.auth.secrets_key =
+        Secret::new(base64::engine::general_purpose::STANDARD.encode(SECRETS_KEY));
+    config.zone.worker_binary = runner_binary().display().to_string();
+    config.zone.python = python().display().to_string();
+    config.zone.site_packages = vec![site_packages().display().to_string()];
+    config.zone.pip_args = vec!["--no-index".into()];
+    config.zone.venv_without_pip = true;
+    config.zone.restart_timeout = ROLLOUT;
+    config.zone.max_worker_count = 10;
+    config
+}
+
+/// A platform sharing `base`'s store, blob and bus, with its own config and lifecycle.
+fn view(base: &Platform, config: Config) -> Platform {
+    let shutdown = Shutdown::new();
+    Platform {
+        config: Arc::new(config),
+        health: Health::default(),
+        tasks: TaskCenter::new(&shutdown.token()),
+        shutdown,
+        ..base.clone()
+    }
+}
+
+/// Test settings: short lease and heartbeats, fast sweeps and retries.
+pub fn fast(config: &Config) -> DeployerSettings {
+    let mut s = DeployerSettings::from_config(config);
+    s.lease_ttl = Duration::from_secs(3);
+    s.heartbeat = Duration::from_millis(700);
+    s.sweep_interval = Duration::from_millis(500);
+    s.retry_delay = Duration::from_millis(300);
+    s.zone_parallelism = 2;
+    s.rollout_timeout = ROLLOUT;
+    s.smoke_timeout = Duration::from_secs(20);
+    s
+}
+
+pub struct Node {
+    pub platform: Platform,
+    pub started: Started,
+}
+
+impl Node {
+    /// SIGTERM: the platform drains (tasks get the drain timeout) like `ramen serve` does.
+    pub async fn stop(self) {
+        self.platform.shutdown.trigger();
+        let Started { running, .. } = self.started;
+        running.join(Duration::from_secs(5)).await;
+        let _ = self.platform.tasks.shutdown(Duration::from_secs(60)).await;
+    }
+}
+
+pub struct World {
+    pub nats: Nats,
+    pub dir: TempDir,
+    pub base: Platform,
+    pub config: Config,
+    pub auth: AuthServiceClient<Channel>,
+    pub zones: ZoneServiceClient<Channel>,
+    zone_node: Option<(Platform, Running)>,
+    pub zone_addr: std::net::SocketAddr,
+    pub admin: String,
+}
+
+impl World {
+    pub async fn start() -> World {
+        let nats = Nats::start().await.expect("nats-server starts");
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), &nats.url());
+        let base =
+            Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
+        let auth = ramen_auth::launch(base.clone()).await.expect("auth starts");
+        config.endpoints.auth = format!("http://{}", auth.running.addr);
+        let auth_client = AuthServiceClient::connect(config.endpoints.auth.clone()).await.unwrap();
+        let mut world = World {
+            nats,
+            dir,
+            base,
+            config,
+            auth: auth_client,
+            zones: unreachable_client(),
+            zone_node: None,
+            zone_addr: "127.0.0.1:0".parse().unwrap(),
+            admin: String::new(),
+        };
+        world.start_zone_manager().await;
+        world.admin = world.user("root@example.com", true).await;
+        world
+    }
+
+    /// Starts the zone-manager (again, on the same port after a stop).
+    pub async fn start_zone_manager(&mut self) {
+        let mut config = self.config.clone();
+        config.listen.zone_manager = self.zone_addr;
+        let platform = view(&self.base, config);
+        let running = eventually("zone-manager starts", MINUTE, || {
+            let platform = platform.clone();
+            async move { ramen_zone_manager::start(platform).await.map_err(|e| e.to_string()) }
+        })
+        .await;
+        self.zone_addr = running.addr;
+        self.config.endpoints.zone_manager = format!("http://{}", running.addr);
+        self.zones =
+            ZoneServiceClient::connect(self.config.endpoints.zone_manager.clone()).await.unwrap();
+        self.zone_node = Some((platform, running));
+    }
+
+    /// Stops the zone-manager (SIGTERM), keeping its records.
+    pub async fn stop_zone_manager(&mut self) {
+        let (platform, running) = self.zone_node.take().expect("zone-manager running");
+        platform.shutdown.trigger();
+        running.join(Duration::from_secs(10)).await;
+        let _ = platform.tasks.shutdown(Duration::from_secs(30)).await;
+    }
+
+    pub fn deployer_config(&self) -> Config {
+        self.config.clone()
+    }
+
+    pub async fn deployer(&self) -> Node {
+        let config = self.deployer_config();
+        let settings = fast(&config);
+        self.deployer_with(config, settings).await
+    }
+
+    pub async fn deployer_with(&self, config: Config, settings: DeployerSettings) -> Node {
+        let bus = ramen_bus::Bus::connect(&self.nats.url(), "deployer-test").await.unwrap();
+        let platform = Platform { bus, ..view(&self.base, config) };
+        let started =
+            ramen_deployer::start_with(platform.clone(), settings).await.expect("deployer starts");
+        Node { platform, started }
+    }
+
+    pub async fn user(&self, email: &str, super_admin: bool) -> String {
+        let request = apb::CreateUserRequest {
+            email: email.into(),
+            password: "a long enough passphrase".into(),
+            super_admin,
+        };
+        let created = self
+            .auth
+            .clone()
+            .create_user(as_actor(metadata::ACTOR_DEPLOYER, request))
+            .await
+            .expect("user");
+        created.into_inner().user.unwrap().id
+    }
+
+    pub async fn zone(&self, name: &str) {
+        let request = zpb::CreateZoneRequest {
+            name: name.into(),
+            provider: common::Provider::Local as i32,
+            ..Default::default()
+        };
+        self.zones
+            .clone()
+            .create_zone(as_actor(metadata::ACTOR_DEPLOYER, request))
+            .await
+            .expect("zone created");
+    }
+
+    pub async fn secret(&self, group: &str, name: &str, value: &str) {
+        let request = apb::SetSecretRequest {
+            group: group.into(),
+            name: name.into(),
+            scope: None,
+            value: value.into(),
+        };
+        self.auth.clone().set_secret(as_actor(&self.admin, request)).await.expect("secret set");
+    }
+
+    /// A key for `group`, as a client would hold it.
+    pub async fn mcp_key(&self, group: &str) -> String {
+        let request = apb::CreateMcpKeyRequest {
+            group: group.into(),
+            name: "client".into(),
+            ..Default::default()
+        };
+        let created = self
+            .auth
+            .clone()
+            .create_mcp_key(as_actor(&self.admin, request))
+            .await
+            .expect("key created");
+        created.into_inner().plaintext
+    }
+
+    pub async fn workers(&self, group: &str, zone: &str, track: common::Track) -> Vec<zpb::Worker> {
+        let request = zpb::ListWorkersRequest {
+            group: group.into(),
+            zone: zone.into(),
+            track: track as i32,
+            page: None,
+        };
+        match self.zones.clone().list_workers(as_actor(metadata::ACTOR_DEPLOYER, request)).await {
+            Ok(answer) => answer.into_inner().workers,
+            Err(_) => Vec::new(),
+        }
+    }
+
+    pub fn zones_dir(&self) -> PathBuf {
+        self.dir.path().join("zones")
+    }
+}
+
+impl Drop for World {
+    /// A failed test must not leave workers behind.
+    fn drop(&mut self) {
+        for pid in pids_under(&self.zones_dir()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+fn unreachable_client() -> ZoneServiceClient<Channel> {
+    ZoneServiceClient::new(
+        tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
+    )
+}
+
+/// Processes whose command line mentions a path under `dir`.
+pub fn pids_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.display().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
+}
+
+/// A request on behalf of `actor` (what the api-gateway sets after verifying a token).
+pub fn as_actor<T>(actor: &str, message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(metadata::ACTOR, actor.parse().unwrap());
+    request.metadata_mut().insert(metadata::REQUEST_ID, "req-test".parse().unwrap());
+    request
+}
+
+pub async fn client(node: &Node) -> DeployerServiceClient<Channel> {
+    DeployerServiceClient::connect(format!("http://{}", node.started.running.addr)).await.unwrap()
+}
+
+/// The job once `done` holds for it.
+pub async fn job_when(
+    client: &DeployerServiceClient<Channel>,
+    actor: &str,
+    job_id: &str,
+    what: &str,
+    deadline: Duration,
+    done: impl Fn(&pb::DeployJob) -> bool,
+) -> pb::DeployJob {
+    eventually(what, deadline, || {
+        let mut client = client.clone();
+        let request = as_actor(actor, pb::GetJobRequest { job_id: job_id.into() });
+        let done = &done;
+        async move {
+            let job = client.get_job(request).await.map_err(|e| e.to_string())?.into_inner();
+            if done(&job) {
+                Ok(job)
+            } else {
+                Err(format!(
+                    "state {:?}, error {:?}, zones {:?}",
+                    job.state(),
+                    job.error,
+                    summary(&job)
+                ))
+            }
+        }
+    })
+    .await
+}
+
+pub fn terminal(job: &pb::DeployJob) -> bool {
+    use common::JobState::*;
+    matches!(job.state(), Succeeded | Failed | Cancelled | DeadLettered)
+}
+
+/// `zone: step=status ...` for assertion messages.
+pub fn summary(job: &pb::DeployJob) -> Vec<String> {
+    job.zones
+        .iter()
+        .map(|z| {
+            let steps: Vec<String> =
+                z.steps.iter().map(|s| format!("{:?}={:?}", s.step(), s.status())).collect();
+            format!("{}: {}", z.zone, steps.join(" "))
+        })
+        .collect()
+}
+
+pub fn step<'a>(job: &'a pb::DeployJob, zone: &str, step: common::DeployStep) -> &'a pb::StepRun {
+    let zone = job
+        .zones
+        .iter()
+        .find(|z| z.zone == zone)
+        .unwrap_or_else(|| panic!("zone {zone} in {job:?}"));
+    zone.steps.iter().find(|s| s.step() == step).unwrap_or_else(|| panic!("{step:?} in {zone:?}"))
+}

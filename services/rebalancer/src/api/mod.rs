@@ -1,0 +1,134 @@
+//! `RebalancerService` over gRPC. The caller is named by `x-ramen-actor` metadata; the gateway
+//! passes the groups a caller may see as the `groups` filter of `ListLoadCells`.
+
+pub mod conversions;
+mod paging;
+
+use std::sync::Arc;
+
+use ramen_proto::metadata;
+use ramen_proto::rebalancer::v1 as pb;
+use ramen_proto::rebalancer::v1::rebalancer_service_server::RebalancerService;
+use tonic::{Request, Response, Status};
+
+use crate::actions::Rebalancer;
+use crate::error::Error;
+use crate::model::Caller;
+use crate::scheduler::Scheduler;
+use conversions as conv;
+use paging::Page;
+
+pub struct RebalancerApi {
+    rebalancer: Arc<Rebalancer>,
+    scheduler: Arc<Scheduler>,
+}
+
+impl RebalancerApi {
+    pub fn new(rebalancer: Arc<Rebalancer>, scheduler: Arc<Scheduler>) -> Self {
+        Self { rebalancer, scheduler }
+    }
+}
+
+fn caller<T>(request: &Request<T>) -> Caller {
+    let get = |key: &str| {
+        request
+            .metadata()
+            .get(key)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let actor = get(metadata::ACTOR);
+    Caller::new(
+        if actor.is_empty() { "unknown".to_owned() } else { actor },
+        get(metadata::REQUEST_ID),
+    )
+}
+
+type Answer<T> = Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl RebalancerService for RebalancerApi {
+    async fn list_load_cells(
+        &self,
+        request: Request<pb::ListLoadCellsRequest>,
+    ) -> Answer<pb::ListLoadCellsResponse> {
+        let r = request.into_inner();
+        let page = Page::from_request(r.page.as_ref())?;
+        let snapshot = self.rebalancer.cells.snapshot();
+        let wanted =
+            |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
+        let matching: Vec<_> = snapshot
+            .cells
+            .values()
+            .filter(|c| wanted(&r.groups, &c.group) && wanted(&r.zones, &c.zone))
+            .collect();
+        let total = matching.len() as u64;
+        let (cells, info) = page.slice(matching, total);
+        let cells = cells
+            .into_iter()
+            .map(|c| conv::cell(c, &self.rebalancer.cells.nodes(&c.group, &c.zone)))
+            .collect();
+        Ok(Response::new(pb::ListLoadCellsResponse { cells, page: Some(info) }))
+    }
+
+    async fn get_load_cell(
+        &self,
+        request: Request<pb::GetLoadCellRequest>,
+    ) -> Answer<pb::LoadCell> {
+        let r = request.into_inner();
+        let snapshot = self.rebalancer.cells.snapshot();
+        let cell = snapshot.cells.get(&(r.group.clone(), r.zone.clone()));
+        let cell =
+            cell.ok_or_else(|| Error::NotFound(format!("load cell {} × {}", r.group, r.zone)))?;
+        Ok(Response::new(conv::cell(cell, &self.rebalancer.cells.nodes(&r.group, &r.zone))))
+    }
+
+    async fn rebalance(
+        &self,
+        request: Request<pb::RebalanceRequest>,
+    ) -> Answer<pb::RebalanceResponse> {
+        let caller = caller(&request);
+        let r = request.into_inner();
+        let (id, record) = self.rebalancer.rebalance(&caller, &r.group, &r.zone).await?;
+        Ok(Response::new(conv::response(&id, &record)))
+    }
+
+    async fn get_rebalance_action(
+        &self,
+        request: Request<pb::GetRebalanceActionRequest>,
+    ) -> Answer<pb::RebalanceAction> {
+        let id = request.into_inner().action_id;
+        if id.is_empty() {
+            return Err(Error::invalid("action_id", "required").into());
+        }
+        let record = self.rebalancer.actions.get(&id).await.map_err(Error::from)?;
+        let record = record.ok_or_else(|| Error::NotFound(format!("rebalance action `{id}`")))?;
+        Ok(Response::new(conv::action(&id, &record)))
+    }
+
+    async fn list_rebalance_actions(
+        &self,
+        request: Request<pb::ListRebalanceActionsRequest>,
+    ) -> Answer<pb::ListRebalanceActionsResponse> {
+        let r = request.into_inner();
+        let page = Page::from_request(r.page.as_ref())?;
+        let found = self
+            .rebalancer
+            .actions
+            .list(&r.group, &r.zone, page.offset, page.size + 1)
+            .await
+            .map_err(Error::from)?;
+        let (found, info) = page.finish(found);
+        let actions = found.iter().map(|(id, record)| conv::action(id, record)).collect();
+        Ok(Response::new(pb::ListRebalanceActionsResponse { actions, page: Some(info) }))
+    }
+
+    async fn get_scheduler_status(
+        &self,
+        _request: Request<pb::GetSchedulerStatusRequest>,
+    ) -> Answer<pb::SchedulerStatus> {
+        Ok(Response::new(conv::scheduler(&self.scheduler.status().await)))
+    }
+}

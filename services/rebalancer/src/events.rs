@@ -1,0 +1,75 @@
+//! The rebalancer's bus side: the event stream it publishes `RebalanceApplied` on (the zone's
+//! status), and the Config settings events it follows.
+
+use ramen_bus::{Bus, BusError, EventStreamSpec, PublishOptions};
+use ramen_config::Config;
+use ramen_proto::common::v1::Provider as PbProvider;
+use ramen_proto::event::EVENTS_FILTER;
+use ramen_proto::events::v1 as ev;
+
+use crate::actions::{ActionRecord, ActionState};
+use crate::model::{Provider, now_ms};
+
+/// `RAMEN_EVENTS`, ensured here too so the rebalancer starts on a fresh server whichever
+/// service comes up first.
+pub async fn ensure_stream(bus: &Bus, config: &Config) -> Result<(), BusError> {
+    let spec = EventStreamSpec {
+        name: config.nats.events_stream.clone(),
+        subjects: vec![EVENTS_FILTER.to_owned()],
+        max_age: config.nats.max_age,
+        max_payload: config.nats.max_payload,
+        ..EventStreamSpec::default()
+    };
+    bus.ensure_event_stream(&spec).await
+}
+
+pub fn provider_to_proto(provider: Provider) -> PbProvider {
+    match provider {
+        Provider::Local => PbProvider::Local,
+        Provider::Gcp => PbProvider::Gcp,
+        Provider::Aws => PbProvider::Aws,
+    }
+}
+
+#[derive(Clone)]
+pub struct Events {
+    bus: Bus,
+}
+
+impl Events {
+    pub fn new(bus: Bus) -> Self {
+        Self { bus }
+    }
+
+    /// Says an action reached its final state. The event id is derived from the action, so a
+    /// second publish of the same outcome (two replicas racing) is dropped by dedupe.
+    pub async fn rebalance_applied(&self, id: &str, record: &ActionRecord) {
+        let event_id = format!("rebalance-{id}-{:?}", record.state).to_lowercase();
+        let event = ev::RebalanceApplied {
+            meta: Some(ev::EventMeta {
+                event_id: event_id.clone(),
+                at_unix_ms: now_ms(),
+                actor: record.actor.clone(),
+                request_id: record.request_id.clone(),
+            }),
+            action_id: id.to_owned(),
+            group: record.group.clone(),
+            zone: record.zone.clone(),
+            provider: provider_to_proto(record.provider) as i32,
+            applied: record.state == ActionState::Applied,
+            note: record.note.clone(),
+            weights: record
+                .targets
+                .iter()
+                .map(|t| ev::TargetWeight { target: t.target.clone(), weight_permille: t.weight })
+                .collect(),
+            attempts: record.attempts,
+        };
+        let subject = ramen_service::subject::<ev::RebalanceApplied>();
+        if let Err(err) =
+            self.bus.publish(&subject, &event, PublishOptions::with_msg_id(event_id)).await
+        {
+            tracing::warn!(%err, action = id, "publishing RebalanceApplied failed");
+        }
+    }
+}

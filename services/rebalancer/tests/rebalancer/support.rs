@@ -1,0 +1,268 @@
+//! A real control plane for tests, on one platform as `ramen up` runs it: a `nats-server` of
+//! its own, the embedded store in a temp dir, real auth (the audit log), and the rebalancer.
+//! The zone-manager is the real one where the test needs workers ([`Harness::with_zone_manager`]);
+//! tests of cloud balancers use [`StaticZones`] instead, because the zone-manager cannot hold a
+//! GCP or AWS placement until its Kubernetes provider exists.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use parking_lot::Mutex;
+use ramen_bus::PublishOptions;
+use ramen_config::{Config, Secret};
+use ramen_lifecycle::Shutdown;
+use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
+use ramen_proto::auth::v1::{AuditEntry, QueryAuditRequest};
+use ramen_proto::common::v1::Track;
+use ramen_proto::events::v1::{NodeLoadReport, SettingsChanged};
+use ramen_proto::rebalancer::v1::rebalancer_service_client::RebalancerServiceClient;
+use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
+use ramen_rebalancer::lb::{AwsSettings, GcpSettings};
+use ramen_rebalancer::model::{Caller, Provider, now_ms};
+use ramen_rebalancer::ports::{
+    GrpcAudit, GrpcSettings, GrpcZones, PlacementInfo, PortError, WorkerInfo, ZoneInfo, ZonePort,
+};
+use ramen_rebalancer::{Ports, Started};
+use ramen_service::Platform;
+use ramen_testkit::Nats;
+use tempfile::TempDir;
+use tonic::transport::Channel;
+
+pub fn any() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// Short windows so tests see liveness, retries and leases move within seconds.
+pub fn config(dir: &std::path::Path, nats: &str) -> Config {
+    let mut config = Config { data_dir: dir.to_owned(), ..Config::default() };
+    let listen = &mut config.listen;
+    (listen.auth, listen.deployer, listen.zone_manager, listen.rebalancer, listen.admin) =
+        (any(), any(), any(), any(), any());
+    config.nats.url = nats.to_owned();
+    config.auth.jwt_secret = Secret::new("test-signing-key-that-is-long-enough-0123456789");
+    config.auth.secrets_key =
+        Secret::new(base64::engine::general_purpose::STANDARD.encode([7u8; 32]));
+    config.drain.timeout = Duration::from_secs(5);
+    let r = &mut config.rebalancer;
+    r.report_interval = Duration::from_millis(500);
+    r.liveness_intervals = 3;
+    r.recompute_interval = Duration::from_millis(200);
+    r.placement_refresh = Duration::from_millis(500);
+    r.retry_interval = Duration::from_millis(200);
+    r.retry_deadline = Duration::from_secs(30);
+    r.lease_ttl = Duration::from_secs(3);
+    config
+}
+
+pub struct Harness {
+    _nats: Nats,
+    pub dir: TempDir,
+    pub platform: Platform,
+    pub auth: AuthServiceClient<Channel>,
+    pub rebalancer: Started,
+    pub client: RebalancerServiceClient<Channel>,
+    pub zone_manager: Option<ZoneServiceClient<Channel>>,
+}
+
+impl Harness {
+    /// Auth and the rebalancer on `zones`; `tweak` adjusts the config and the ports.
+    pub async fn start(
+        zones: Arc<dyn ZonePort>,
+        tweak: impl FnOnce(&mut Config, &mut Ports),
+    ) -> Self {
+        Self::start_on(Some(zones), tweak).await
+    }
+
+    /// Auth, the real zone-manager (local provider, real workers) and the rebalancer.
+    pub async fn with_zone_manager(tweak: impl FnOnce(&mut Config, &mut Ports)) -> Self {
+        Self::start_on(None, tweak).await
+    }
+
+    async fn start_on(
+        zones: Option<Arc<dyn ZonePort>>,
+        tweak: impl FnOnce(&mut Config, &mut Ports),
+    ) -> Self {
+        let nats = Nats::start().await.expect("nats-server starts");
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config(dir.path(), &nats.url());
+        if zones.is_none() {
+            crate::workers::zone_config(&mut config);
+        }
+        let mut ports = Ports {
+            zones: Arc::new(StaticZones::default()),
+            audit: Arc::new(GrpcAudit::new("http://127.0.0.1:9").unwrap()),
+            // No deployer runs: settings come from `SettingsChanged` events the tests publish.
+            settings: Arc::new(GrpcSettings::new("http://127.0.0.1:9").unwrap()),
+            aws: AwsSettings::default(),
+            gcp: GcpSettings::default(),
+        };
+        tweak(&mut config, &mut ports);
+        let platform =
+            Platform::open(config, &nats.url(), Shutdown::new()).await.expect("platform opens");
+        let auth = ramen_auth::launch(platform.clone()).await.expect("auth starts");
+        let auth_url = format!("http://{}", auth.running.addr);
+        ports.audit = Arc::new(GrpcAudit::new(&auth_url).unwrap());
+        let mut zone_manager = None;
+        ports.zones = match zones {
+            Some(zones) => zones,
+            None => {
+                let auth_port =
+                    Arc::new(ramen_zone_manager::auth::GrpcAuth::new(&auth_url).unwrap());
+                let started = ramen_zone_manager::start_with(platform.clone(), auth_port)
+                    .await
+                    .expect("zone-manager starts");
+                let url = format!("http://{}", started.running.addr);
+                zone_manager = Some(ZoneServiceClient::connect(url.clone()).await.unwrap());
+                Arc::new(GrpcZones::new(&url, Duration::from_secs(120)).unwrap())
+            }
+        };
+        let rebalancer =
+            ramen_rebalancer::start_with(platform.clone(), ports).await.expect("rebalancer starts");
+        let client =
+            RebalancerServiceClient::connect(format!("http://{}", rebalancer.running.addr))
+                .await
+                .unwrap();
+        let auth = AuthServiceClient::connect(auth_url).await.unwrap();
+        Self { _nats: nats, dir, platform, auth, rebalancer, client, zone_manager }
+    }
+
+    pub async fn report(&self, report: &NodeLoadReport) {
+        let subject = ramen_service::subject::<NodeLoadReport>();
+        self.platform.bus.publish_core(&subject, report, PublishOptions::default()).await.unwrap();
+    }
+
+    /// Republishes `reports` (fresh timestamps) every 250 ms until the guard drops, as live
+    /// nodes do.
+    pub fn keep_reporting(&self, reports: Vec<NodeLoadReport>) -> Reporting {
+        let bus = self.platform.bus.clone();
+        let task = tokio::spawn(async move {
+            let subject = ramen_service::subject::<NodeLoadReport>();
+            loop {
+                for report in &reports {
+                    let report = NodeLoadReport { at_unix_ms: now_ms(), ..report.clone() };
+                    let _ = bus.publish_core(&subject, &report, PublishOptions::default()).await;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        Reporting(task)
+    }
+
+    pub async fn settings(&self, enabled: bool, interval_seconds: u32) {
+        let event = SettingsChanged {
+            auto_rebalance_enabled: enabled,
+            auto_rebalance_interval_seconds: interval_seconds,
+            ..Default::default()
+        };
+        let subject = ramen_service::subject::<SettingsChanged>();
+        self.platform.bus.publish(&subject, &event, PublishOptions::default()).await.unwrap();
+    }
+
+    /// Audit entries by `actor`, newest first (read as a service actor may).
+    pub async fn audit(&self, actor: &str, action_prefix: &str) -> Vec<AuditEntry> {
+        let query = QueryAuditRequest {
+            actor: actor.into(),
+            action_prefix: action_prefix.into(),
+            ..Default::default()
+        };
+        let mut request = tonic::Request::new(query);
+        request.metadata_mut().insert(ramen_proto::metadata::ACTOR, "scheduler".parse().unwrap());
+        self.auth.clone().query_audit(request).await.unwrap().into_inner().entries
+    }
+}
+
+/// Simulated nodes reporting; they stop (and go silent) when this drops.
+pub struct Reporting(tokio::task::JoinHandle<()>);
+
+impl Drop for Reporting {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub fn node(group: &str, zone: &str, node: &str, in_flight: u32, cap: u32) -> NodeLoadReport {
+    NodeLoadReport {
+        node_id: node.into(),
+        group: group.into(),
+        zone: zone.into(),
+        track: Track::Worker as i32,
+        in_flight,
+        cap,
+        ready: true,
+        at_unix_ms: now_ms(),
+        ..Default::default()
+    }
+}
+
+/// Zones and placements from a table, for balancers the zone-manager cannot place yet.
+#[derive(Default)]
+pub struct StaticZones {
+    pub zones: Mutex<Vec<ZoneInfo>>,
+    pub placements: Mutex<Vec<PlacementInfo>>,
+}
+
+impl StaticZones {
+    pub fn with(zones: &[(&str, Provider, &str)], group: &str) -> Arc<Self> {
+        let this = Self::default();
+        for (name, provider, region) in zones {
+            this.zones.lock().push(ZoneInfo {
+                name: (*name).into(),
+                provider: *provider,
+                region: (*region).into(),
+            });
+            let placement = PlacementInfo {
+                group: group.into(),
+                zone: (*name).into(),
+                worker_count: 1,
+                max_workers: 2,
+                active: true,
+                stable_workers: 1,
+            };
+            this.placements.lock().push(placement);
+        }
+        Arc::new(this)
+    }
+}
+
+#[async_trait]
+impl ZonePort for StaticZones {
+    async fn zones(&self) -> Result<Vec<ZoneInfo>, PortError> {
+        Ok(self.zones.lock().clone())
+    }
+    async fn zone(&self, name: &str) -> Result<ZoneInfo, PortError> {
+        self.zones
+            .lock()
+            .iter()
+            .find(|z| z.name == name)
+            .cloned()
+            .ok_or_else(|| PortError::NotFound(format!("zone `{name}`")))
+    }
+    async fn placements(&self) -> Result<Vec<PlacementInfo>, PortError> {
+        Ok(self.placements.lock().clone())
+    }
+    async fn workers(&self, _group: &str, _zone: &str) -> Result<Vec<WorkerInfo>, PortError> {
+        Ok(Vec::new())
+    }
+    async fn set_edge_weights(
+        &self,
+        _: &Caller,
+        _: &str,
+        _: &str,
+        _: &[(String, u32)],
+    ) -> Result<Vec<(String, u32)>, PortError> {
+        Err(PortError::Refused("cloud zones have no edge weights".into()))
+    }
+    async fn scale_stable(
+        &self,
+        _: &Caller,
+        _: &str,
+        _: &str,
+        _: u32,
+        _: Duration,
+    ) -> Result<bool, PortError> {
+        Err(PortError::Refused("not a local zone".into()))
+    }
+}

@@ -1,0 +1,163 @@
+//! Real workers through the real zone-manager: the local provider runs `ramen-runner` with the
+//! test virtualenv's Python, serving `examples/hello-repo`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use ramen_blob::{BlobStore, LocalDirStore};
+use ramen_config::Config;
+use ramen_proto::common::v1 as common;
+use ramen_proto::zone::v1 as pb;
+use sha2::{Digest, Sha256};
+
+use crate::support::Harness;
+
+pub const KEY: &str = "rk_rebalancer_test_0123456789";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// `<target>/debug/ramen-runner`, next to the directory holding this test executable.
+fn runner_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe.parent().and_then(Path::parent).unwrap().join("ramen-runner");
+    assert!(
+        binary.is_file(),
+        "{} is missing: `cargo build -p ramen-runner` first (same CARGO_TARGET_DIR)",
+        binary.display()
+    );
+    binary
+}
+
+fn python() -> PathBuf {
+    let bin = std::env::var_os("RAMEN_TEST_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
+    });
+    bin.join("python")
+}
+
+fn site_packages() -> PathBuf {
+    static SITE: OnceLock<PathBuf> = OnceLock::new();
+    SITE.get_or_init(|| {
+        let out = std::process::Command::new(python())
+            .args(["-c", "import site; print(site.getsitepackages()[0])"])
+            .output()
+            .expect("the test virtualenv's python runs (scripts/test installs it)");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+    .clone()
+}
+
+/// The zone-manager's local provider settings; real nodes report every 2 s, so liveness
+/// spans three of their intervals.
+pub fn zone_config(config: &mut Config) {
+    config.zone.worker_binary = runner_binary().display().to_string();
+    config.zone.python = python().display().to_string();
+    config.zone.site_packages = vec![site_packages().display().to_string()];
+    config.zone.venv_without_pip = true;
+    config.zone.restart_timeout = Duration::from_secs(90);
+    config.zone.max_worker_count = 10;
+    config.rebalancer.report_interval = Duration::from_secs(2);
+}
+
+impl Harness {
+    pub fn zones(
+        &self,
+    ) -> ramen_proto::zone::v1::zone_service_client::ZoneServiceClient<tonic::transport::Channel>
+    {
+        self.zone_manager.clone().expect("started with the zone-manager")
+    }
+
+    /// Zone, placement, config and `replicas` ready stable workers of `group` × `zone`.
+    pub async fn deploy(&self, group: &str, zone: &str, replicas: u32) -> Vec<pb::Worker> {
+        let mut zones = self.zones();
+        let create = pb::CreateZoneRequest {
+            name: zone.into(),
+            provider: common::Provider::Local as i32,
+            ..Default::default()
+        };
+        zones.create_zone(create).await.expect("zone created");
+        zones
+            .ensure_placement(pb::EnsurePlacementRequest { group: group.into(), zone: zone.into() })
+            .await
+            .expect("placement");
+        let archive = ramen_runner::pack_dir(&repo_root().join("examples/hello-repo")).unwrap();
+        let digest = hex::encode(Sha256::digest(&archive));
+        let location = format!("groups/{group}/snapshots/c1.tar.gz");
+        let blob = LocalDirStore::open(self.dir.path().join("blobs")).unwrap();
+        blob.put(&location, archive.into()).await.unwrap();
+        let snapshot = common::Snapshot {
+            commit: "c1".into(),
+            location,
+            digest: format!("sha256:{digest}"),
+            requirements_hash: String::new(),
+        };
+        let key = common::KeyHash {
+            key_id: "k1".into(),
+            sha256_hex: ramen_runner::hash_key(KEY),
+            expires_at_unix_ms: 0,
+        };
+        let policy = common::NodePolicy { key_hashes: vec![key], ..Default::default() };
+        let node = pb::NodeConfig {
+            environment: "prod".into(),
+            policy: Some(policy),
+            snapshot: Some(snapshot),
+            ..Default::default()
+        };
+        let write =
+            pb::WriteConfigRequest { group: group.into(), zone: zone.into(), config: Some(node) };
+        zones.write_config(write).await.expect("config written");
+        let timeout = Some(Duration::from_secs(90).try_into().unwrap());
+        let track = common::Track::Worker as i32;
+        let scale = pb::ScaleTrackRequest {
+            group: group.into(),
+            zone: zone.into(),
+            track,
+            replicas,
+            timeout,
+        };
+        let rollout = zones.scale_track(scale).await.expect("scaled").into_inner();
+        assert!(rollout.ready, "{rollout:?}");
+        self.stable_workers(group, zone).await
+    }
+
+    pub async fn stable_workers(&self, group: &str, zone: &str) -> Vec<pb::Worker> {
+        let list = pb::ListWorkersRequest {
+            group: group.into(),
+            zone: zone.into(),
+            track: common::Track::Worker as i32,
+            page: None,
+        };
+        let mut workers = self.zones().list_workers(list).await.unwrap().into_inner().workers;
+        workers.sort_by(|a, b| a.id.cmp(&b.id));
+        workers
+    }
+}
+
+/// Processes whose command line mentions a path under `dir` (workers and their runtimes).
+pub fn pids_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.display().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
+}
+
+impl Drop for Harness {
+    /// A failed test must not leave workers behind.
+    fn drop(&mut self) {
+        for pid in pids_under(&self.dir.path().join("zones")) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}

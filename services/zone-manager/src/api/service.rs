@@ -1,0 +1,148 @@
+//! The generated `ZoneService` trait, each method handing over to its handler.
+
+use ramen_proto::zone::v1 as pb;
+use ramen_proto::zone::v1::zone_service_server::ZoneService;
+use tonic::{Request, Response, Status};
+
+use super::ZoneApi;
+
+type Answer<T> = Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl ZoneService for ZoneApi {
+    async fn create_zone(&self, request: Request<pb::CreateZoneRequest>) -> Answer<pb::Zone> {
+        self.do_create_zone(request).await
+    }
+    async fn get_zone(&self, request: Request<pb::GetZoneRequest>) -> Answer<pb::Zone> {
+        self.do_get_zone(request).await
+    }
+    async fn list_zones(
+        &self,
+        request: Request<pb::ListZonesRequest>,
+    ) -> Answer<pb::ListZonesResponse> {
+        self.do_list_zones(request).await
+    }
+    async fn delete_zone(
+        &self,
+        request: Request<pb::DeleteZoneRequest>,
+    ) -> Answer<pb::DeleteZoneResponse> {
+        self.do_delete_zone(request).await
+    }
+    async fn list_zone_summaries(
+        &self,
+        request: Request<pb::ListZoneSummariesRequest>,
+    ) -> Answer<pb::ListZoneSummariesResponse> {
+        self.do_list_zone_summaries(request).await
+    }
+    async fn ensure_placement(
+        &self,
+        request: Request<pb::EnsurePlacementRequest>,
+    ) -> Answer<pb::Placement> {
+        self.do_ensure_placement(request).await
+    }
+    async fn get_placement(
+        &self,
+        request: Request<pb::GetPlacementRequest>,
+    ) -> Answer<pb::Placement> {
+        self.do_get_placement(request).await
+    }
+    async fn list_placements(
+        &self,
+        request: Request<pb::ListPlacementsRequest>,
+    ) -> Answer<pb::ListPlacementsResponse> {
+        self.do_list_placements(request).await
+    }
+    async fn set_worker_count(
+        &self,
+        request: Request<pb::SetWorkerCountRequest>,
+    ) -> Answer<pb::Placement> {
+        self.do_set_worker_count(request).await
+    }
+    async fn set_size(&self, request: Request<pb::SetSizeRequest>) -> Answer<pb::Placement> {
+        self.do_set_size(request).await
+    }
+    async fn set_ip_rules(
+        &self,
+        request: Request<pb::SetIpRulesRequest>,
+    ) -> Answer<pb::SetIpRulesResponse> {
+        self.do_set_ip_rules(request).await
+    }
+    async fn disable_package(
+        &self,
+        request: Request<pb::SetPackageEnabledRequest>,
+    ) -> Answer<pb::Placement> {
+        self.do_set_package(request, false).await
+    }
+    async fn enable_package(
+        &self,
+        request: Request<pb::SetPackageEnabledRequest>,
+    ) -> Answer<pb::Placement> {
+        self.do_set_package(request, true).await
+    }
+    async fn write_config(
+        &self,
+        request: Request<pb::WriteConfigRequest>,
+    ) -> Answer<pb::WriteConfigResponse> {
+        self.do_write_config(request).await
+    }
+    async fn update_live_policy(
+        &self,
+        request: Request<pb::UpdateLivePolicyRequest>,
+    ) -> Answer<pb::Placement> {
+        self.do_update_live_policy(request).await
+    }
+    async fn restart_track(
+        &self,
+        request: Request<pb::RestartTrackRequest>,
+    ) -> Answer<pb::TrackRolloutResponse> {
+        self.do_restart_track(request).await
+    }
+    async fn scale_track(
+        &self,
+        request: Request<pb::ScaleTrackRequest>,
+    ) -> Answer<pb::TrackRolloutResponse> {
+        self.do_scale_track(request).await
+    }
+    async fn list_workers(
+        &self,
+        request: Request<pb::ListWorkersRequest>,
+    ) -> Answer<pb::ListWorkersResponse> {
+        self.do_list_workers(request).await
+    }
+    async fn teardown(
+        &self,
+        request: Request<pb::TeardownRequest>,
+    ) -> Answer<pb::TeardownResponse> {
+        self.do_teardown(request).await
+    }
+    async fn get_teardown(
+        &self,
+        request: Request<pb::TeardownRequest>,
+    ) -> Answer<pb::TeardownResponse> {
+        self.do_get_teardown(request).await
+    }
+    async fn store_package_report(
+        &self,
+        request: Request<pb::StorePackageReportRequest>,
+    ) -> Answer<pb::StorePackageReportResponse> {
+        self.do_store_package_report(request).await
+    }
+    async fn list_packages(
+        &self,
+        request: Request<pb::ListPackagesRequest>,
+    ) -> Answer<pb::ListPackagesResponse> {
+        self.do_list_packages(request).await
+    }
+    async fn set_edge_weights(
+        &self,
+        request: Request<pb::SetEdgeWeightsRequest>,
+    ) -> Answer<pb::SetEdgeWeightsResponse> {
+        self.do_set_edge_weights(request).await
+    }
+    async fn list_endpoints(
+        &self,
+        request: Request<pb::ListEndpointsRequest>,
+    ) -> Answer<pb::ListEndpointsResponse> {
+        self.do_list_endpoints(request).await
+    }
+}

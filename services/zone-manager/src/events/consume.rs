@@ -1,0 +1,175 @@
+//! Events from other services the zone-manager acts on, each through its own durable consumer
+//! (replicas share it). Handlers are idempotent: a redelivered event changes nothing twice.
+//! - `GroupDeleted`: tear down every placement of the group.
+//! - `EnvironmentDeleted`: tear down the zones no other environment of the group uses.
+//! - `ZoneDeleted`: make sure nothing of the zone is left.
+//! - `McpKeyChanged`: re-push the key hashes of the affected placements.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use ramen_bus::{Bus, BusError, ConsumerSpec, WorkConsumer};
+use ramen_proto::event::Event;
+use ramen_proto::events::v1 as ev;
+use ramen_service::subject;
+use ramen_store::Query;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use super::Caller;
+use crate::error::Result;
+use crate::manager::ZoneManager;
+use crate::store::group_zone;
+
+/// Redelivery delay after a retryable failure (auth or the store briefly unavailable).
+const RETRY_DELAY: Duration = Duration::from_secs(5);
+
+pub async fn spawn_consumers(
+    manager: &Arc<ZoneManager>,
+    bus: &Bus,
+    stream: &str,
+) -> Result<(), BusError> {
+    let m = manager.clone();
+    consumer::<ev::GroupDeleted, _>(manager, bus, stream, "group-deleted", move |e| {
+        let m = m.clone();
+        Box::pin(async move { m.on_group_deleted(e).await })
+    })
+    .await?;
+    let m = manager.clone();
+    consumer::<ev::EnvironmentDeleted, _>(manager, bus, stream, "environment-deleted", move |e| {
+        let m = m.clone();
+        Box::pin(async move { m.on_environment_deleted(e).await })
+    })
+    .await?;
+    let m = manager.clone();
+    consumer::<ev::ZoneDeleted, _>(manager, bus, stream, "zone-deleted", move |e| {
+        let m = m.clone();
+        Box::pin(async move { m.on_zone_deleted(e).await })
+    })
+    .await?;
+    let m = manager.clone();
+    consumer::<ev::McpKeyChanged, _>(manager, bus, stream, "mcp-key-changed", move |e| {
+        let m = m.clone();
+        Box::pin(async move {
+            m.refresh_key_hashes(&e.group, &e.zones, &e.environments).await.map(|_| ())
+        })
+    })
+    .await
+}
+
+/// A durable consumer `zone-manager-<name>` and its named task `zone-events:<name>`.
+async fn consumer<T, F>(
+    manager: &ZoneManager,
+    bus: &Bus,
+    stream: &str,
+    name: &str,
+    handle: F,
+) -> Result<(), BusError>
+where
+    T: Event + DeserializeOwned + Clone + Send + 'static,
+    F: Fn(T) -> BoxFuture<'static, Result<()>> + Send + Sync + 'static,
+{
+    let spec = ConsumerSpec {
+        stream: stream.to_owned(),
+        durable: format!("zone-manager-{name}"),
+        ack_wait: Duration::from_secs(60),
+        max_deliver: 10,
+        ..ConsumerSpec::default()
+    };
+    let consumer = bus.work_consumer(spec, &subject::<T>()).await?;
+    manager
+        .tasks
+        .spawn(format!("zone-events:{name}"), move |token| consume(consumer, handle, token));
+    Ok(())
+}
+
+async fn consume<T, F>(mut consumer: WorkConsumer<T>, handle: F, token: CancellationToken)
+where
+    T: Event + DeserializeOwned + Clone + Send + 'static,
+    F: Fn(T) -> BoxFuture<'static, Result<()>> + Send + Sync + 'static,
+{
+    loop {
+        let delivery = tokio::select! {
+            _ = token.cancelled() => return,
+            delivery = consumer.next() => delivery,
+        };
+        let delivery = match delivery {
+            Ok(delivery) => delivery,
+            Err(err) => {
+                tracing::warn!(%err, subject = T::SUBJECT, "reading events failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let settled = match handle(delivery.payload.clone()).await {
+            Ok(()) => delivery.ack().await,
+            Err(err) if err.is_retryable() && !delivery.is_last_attempt() => {
+                tracing::warn!(%err, subject = T::SUBJECT, "handling an event failed; it will be redelivered");
+                delivery.nak(Some(RETRY_DELAY)).await
+            }
+            Err(err) => {
+                tracing::error!(%err, subject = T::SUBJECT, "handling an event failed for good");
+                delivery.term().await
+            }
+        };
+        if let Err(err) = settled {
+            tracing::warn!(%err, subject = T::SUBJECT, "settling an event failed");
+        }
+    }
+}
+
+impl ZoneManager {
+    /// Placements created after the event (a group of the same name made again since) are
+    /// left alone.
+    async fn on_group_deleted(self: &Arc<Self>, event: ev::GroupDeleted) -> Result<()> {
+        let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
+        let caller = caller_of(event.meta.as_ref());
+        let placements =
+            self.db.placements.find(&Query::new().filter(group_zone(&event.group, ""))).await?;
+        for placement in placements.into_iter().map(|p| p.value).filter(|p| p.created_at_ms <= at) {
+            self.start_teardown(&caller, &placement.group, &placement.zone).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_environment_deleted(self: &Arc<Self>, event: ev::EnvironmentDeleted) -> Result<()> {
+        let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
+        let caller = caller_of(event.meta.as_ref());
+        for zone in &event.released_zones {
+            if let Some(placement) = self.find_placement(&event.group, zone).await?
+                && placement.value.created_at_ms <= at
+            {
+                self.start_teardown(&caller, &event.group, zone).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_zone_deleted(self: &Arc<Self>, event: ev::ZoneDeleted) -> Result<()> {
+        let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
+        if let Some(zone) = self.db.zones.get(&event.zone).await?
+            && zone.value.created_at_ms > at
+        {
+            return Ok(()); // a zone of the same name was created since
+        }
+        let placements =
+            self.db.placements.find(&Query::new().filter(group_zone("", &event.zone))).await?;
+        for placement in placements.into_iter().map(|p| p.value).filter(|p| p.created_at_ms <= at) {
+            self.start_teardown(&Caller::system(), &placement.group, &event.zone).await?;
+        }
+        if self.db.zones.get(&event.zone).await?.is_none() {
+            self.db.packages.delete_many(&group_zone("", &event.zone)).await?;
+        }
+        Ok(())
+    }
+}
+
+fn caller_of(meta: Option<&ev::EventMeta>) -> Caller {
+    match meta {
+        Some(meta) if !meta.actor.is_empty() => {
+            Caller { actor: meta.actor.clone(), request_id: meta.request_id.clone() }
+        }
+        _ => Caller::system(),
+    }
+}

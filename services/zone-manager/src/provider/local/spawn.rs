@@ -1,0 +1,184 @@
+//! Starting one worker process: its node config (written 0600: it carries the group's
+//! secrets), free loopback ports, the memory limit of its size, a scrubbed environment.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::Stdio;
+
+use ramen_runner::NodeConfig;
+use tokio::process::{Child, Command};
+
+use super::layout::private_dir;
+use super::settings::{LocalSettings, MemoryLimit};
+use super::worker::WorkerCtx;
+use super::{logs, orphans};
+use crate::model::{PlacementRecord, SizeClass, now_ms};
+use crate::provider::ConfigTemplate;
+
+/// Variables a worker inherits from the control plane; everything else (the control plane's
+/// own keys and URLs) stays out of the group's processes.
+const INHERITED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "RUST_LOG",
+    "RUST_BACKTRACE",
+    "RAMEN_LOG_FORMAT",
+    "RAMEN_LOG_LEVEL",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+];
+const INHERITED_PREFIXES: &[&str] = &["PIP_", "OTEL_"];
+
+pub(crate) struct Proc {
+    pub child: Child,
+    pub pid: u32,
+    pub mcp: SocketAddr,
+    pub admin: SocketAddr,
+    pub grpc: SocketAddr,
+    /// The live-policy version written into its config.
+    pub policy_version: u64,
+    pub started_at_ms: i64,
+}
+
+pub(crate) async fn spawn(ctx: &WorkerCtx, template: &ConfigTemplate) -> Result<Proc, String> {
+    let settings = &ctx.placement.settings;
+    let record = ctx.placement.record();
+    private_dir(&ctx.dir.dir).map_err(|e| e.to_string())?;
+    let [mcp, admin, grpc] = free_ports().map_err(|e| format!("no free loopback port: {e}"))?;
+    let config = node_config(ctx, &record, template, [mcp, admin, grpc]);
+    let config_path = ctx.dir.node_config();
+    config
+        .save(&config_path)
+        .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+    if settings.venv_without_pip {
+        precreate_venv(&settings.python, &ctx.dir.node_workdir()).await?;
+    }
+    logs::rotate(&ctx.dir.log());
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(ctx.dir.log())
+        .map_err(|e| format!("cannot open {}: {e}", ctx.dir.log().display()))?;
+    let stderr = log.try_clone().map_err(|e| e.to_string())?;
+    let mut command = command(settings, record.size, &config_path);
+    command.stdin(Stdio::null()).stdout(log).stderr(stderr).process_group(0).kill_on_drop(true);
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", settings.command.program.display()))?;
+    let pid = child.id().ok_or("the worker exited at once")?;
+    orphans::write_pid(&ctx.dir, pid);
+    Ok(Proc {
+        child,
+        pid,
+        mcp,
+        admin,
+        grpc,
+        policy_version: record.policy_version,
+        started_at_ms: now_ms(),
+    })
+}
+
+fn node_config(
+    ctx: &WorkerCtx,
+    record: &PlacementRecord,
+    template: &ConfigTemplate,
+    ports: [SocketAddr; 3],
+) -> NodeConfig {
+    let settings = &ctx.placement.settings;
+    let [listen, admin, grpc] = ports;
+    NodeConfig {
+        node_id: ctx.id.clone(),
+        group: record.group.clone(),
+        zone: record.zone.clone(),
+        track: ctx.track.name().to_owned(),
+        listen,
+        admin,
+        grpc,
+        workdir: ctx.dir.node_workdir(),
+        python: settings.python.clone(),
+        site_packages: settings.site_packages.clone(),
+        pip_args: settings.pip_args.clone(),
+        nats_url: settings.nats_url.clone(),
+        drain_mode: settings.drain_mode,
+        drain_timeout: settings.drain_timeout,
+        blob: settings.blob.clone(),
+        snapshot: template.snapshot.clone(),
+        policy: super::policy::policy_config(record, settings, template.verbose),
+        env: template.secrets.clone(),
+        ..NodeConfig::default()
+    }
+}
+
+/// `[prlimit --as=<bytes> --] <worker binary> [worker] --config <file>`, with a scrubbed
+/// environment sized for the worker (one runtime thread, few malloc arenas: the address-space
+/// limit counts reservations, not use).
+fn command(settings: &LocalSettings, size: SizeClass, config: &Path) -> Command {
+    let worker = &settings.command;
+    let mut command = match &settings.memory {
+        MemoryLimit::Prlimit(prlimit) => {
+            let mut command = Command::new(prlimit);
+            command.arg(format!("--as={}", size.memory_bytes())).arg("--").arg(&worker.program);
+            command
+        }
+        MemoryLimit::Recorded(_) => Command::new(&worker.program),
+    };
+    command.args(&worker.leading_args).arg("--config").arg(config);
+    command.env_clear();
+    for (key, value) in std::env::vars_os() {
+        let Some(name) = key.to_str() else { continue };
+        if INHERITED.contains(&name) || INHERITED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            command.env(&key, value);
+        }
+    }
+    command.env("NO_COLOR", "1").env("MALLOC_ARENA_MAX", "2").env("TOKIO_WORKER_THREADS", "1");
+    command
+}
+
+/// Three distinct free ports (bound together, then released for the worker to take).
+fn free_ports() -> std::io::Result<[SocketAddr; 3]> {
+    let listeners = [
+        TcpListener::bind("127.0.0.1:0")?,
+        TcpListener::bind("127.0.0.1:0")?,
+        TcpListener::bind("127.0.0.1:0")?,
+    ];
+    Ok([listeners[0].local_addr()?, listeners[1].local_addr()?, listeners[2].local_addr()?])
+}
+
+/// `python -m venv --without-pip` (tens of milliseconds instead of seconds of `ensurepip`),
+/// when the configured site-packages provide pip.
+async fn precreate_venv(python: &Path, workdir: &Path) -> Result<(), String> {
+    let venv = workdir.join("venv");
+    if venv.join("bin/python").exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(workdir)
+        .map_err(|e| format!("cannot create {}: {e}", workdir.display()))?;
+    let output = Command::new(python)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .output()
+        .await
+        .map_err(|e| format!("cannot create the virtualenv with {}: {e}", python.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot create the virtualenv with {}: {}",
+            python.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}

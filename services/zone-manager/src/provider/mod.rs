@@ -1,0 +1,116 @@
+//! The zone provider port: what the zone-manager asks of wherever workers run. The local
+//! provider (processes on this machine) is built here; the Kubernetes providers for GCP and AWS
+//! implement the same trait: `ensure` creates the namespace `ramen-<group>-<zone>`, its service
+//! account / IAM role and its route; `write_config` writes the zone's Secret; `rollout` patches
+//! the track's Deployment (replicas, template revision) and watches it; teardown steps may
+//! answer [`StepOutcome::Waiting`] while a namespace sits in `Terminating`.
+//!
+//! Every operation is idempotent: calling it again after a crash finishes it.
+
+pub mod local;
+mod types;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use types::*;
+
+use crate::error::Error;
+use crate::model::{PlacementRecord, ProviderKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// A track has no config to run: WriteConfig has not been called for the placement.
+    #[error("nothing to run for {0}: write a config (deploy) first")]
+    NothingDeployed(String),
+    /// The provider's backend cannot be reached now (API server, cloud API). Retryable.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ProviderError {
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io { what: what.into(), source }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Unavailable(_))
+    }
+}
+
+/// Where a placement's workers run. Implementations keep their own state (processes, cluster
+/// objects); the placement record passed in is the zone-manager's source of truth for the
+/// non-secret settings (size, IP rules, live policy, replicas).
+#[async_trait]
+pub trait ZoneProvider: Send + Sync {
+    fn kind(&self) -> ProviderKind;
+
+    /// The names of a placement's resources, before anything is created.
+    fn names(&self, group: &str, zone: &str, namespace: &str) -> PlacementNames;
+
+    /// Creates or completes the namespace (working directory), identity and route.
+    async fn ensure(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
+
+    /// Stores what the next (re)start of a track loads: snapshot, secrets, verbose flag.
+    async fn write_config(
+        &self,
+        placement: &PlacementRecord,
+        config: &ConfigTemplate,
+    ) -> Result<(), ProviderError>;
+
+    /// Pushes the placement's live policy (keys, blocked and disabled lists, IP allow-list) to
+    /// running workers and keeps it for the ones that start later.
+    async fn apply_policy(&self, placement: &PlacementRecord) -> Result<PolicyPush, ProviderError>;
+
+    /// Installs the placement's IP rules as the zone's edge rule (Cloud Armor, a WAF IP set; the
+    /// local edge reads them from `ListEndpoints`).
+    async fn set_edge_rule(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
+
+    /// Brings a track to `plan`: replicas, config, restarts one worker at a time; waits for
+    /// ready up to the plan's timeout. Not ready in time is an answer, not an error.
+    async fn rollout(
+        &self,
+        placement: &PlacementRecord,
+        plan: RolloutPlan,
+    ) -> Result<RolloutReport, ProviderError>;
+
+    /// The placement's workers as they are now.
+    async fn workers(&self, placement: &PlacementRecord) -> Result<Vec<WorkerView>, ProviderError>;
+
+    /// After a control-plane restart: bring back the workers the record says should run.
+    async fn resume(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
+
+    /// One teardown step; `Waiting` means call again later (e.g. a namespace still terminating).
+    async fn teardown(
+        &self,
+        group: &str,
+        zone: &str,
+        step: TeardownAction,
+    ) -> Result<StepOutcome, ProviderError>;
+}
+
+/// The providers this build can drive, by kind.
+#[derive(Clone, Default)]
+pub struct Providers {
+    by_kind: HashMap<ProviderKind, Arc<dyn ZoneProvider>>,
+}
+
+impl Providers {
+    pub fn with(mut self, provider: Arc<dyn ZoneProvider>) -> Self {
+        self.by_kind.insert(provider.kind(), provider);
+        self
+    }
+
+    pub fn get(&self, kind: ProviderKind, zone: &str) -> Result<Arc<dyn ZoneProvider>, Error> {
+        self.by_kind
+            .get(&kind)
+            .cloned()
+            .ok_or_else(|| Error::ProviderUnavailable { provider: kind, zone: zone.to_owned() })
+    }
+}
