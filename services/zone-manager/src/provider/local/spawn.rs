@@ -40,7 +40,9 @@ const INHERITED: &[&str] = &[
     "https_proxy",
     "no_proxy",
 ];
-const INHERITED_PREFIXES: &[&str] = &["PIP_", "OTEL_"];
+/// `AWS_`: a worker reads its snapshot from the blob store (S3) with the same credential
+/// chain as the control plane on this host (keys, profile, web identity).
+const INHERITED_PREFIXES: &[&str] = &["PIP_", "OTEL_", "AWS_"];
 
 pub(crate) struct Proc {
     pub child: Child,

@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""The end-to-end scenario: the built `ramen` binary driven as a user drives it.
+
+    python e2e/scenario.py --ramen target/debug/ramen --topology up|split
+
+Topology `up` is `ramen up` alone (its own nats-server child, embedded store, local blob
+directory). Topology `split` runs every service as its own `ramen serve <service>` process
+over a real nats-server, redis-server and an S3-compatible server (moto), each service with
+its own embedded store (a service owns its data; they share nothing but the bus, S3 and
+Redis).
+
+The scenario: log in as the bootstrap admin, create zones, a group from the example repo, an
+environment on both zones, deploy, call tools through the edge with the official MCP client
+(with and without `ramen-zone`), block a package, revoke a key, an IP rule excluding the
+client, a broken ref (canary fails, stable keeps serving), rollback, a killed worker, and the
+group's deletion leaving nothing behind. In `split` also: the deployer killed mid-deploy, and
+another deployer process finishing the job.
+
+Every step prints one line; a failed check exits 1 naming what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_REPO = ROOT / "examples" / "hello-repo"
+SERVICES = ["auth", "zone-manager", "deployer", "rebalancer", "api-gateway"]
+GROUP = "demo"
+
+
+class Failed(Exception):
+    pass
+
+
+def step(message: str) -> None:
+    print(f"--- {message}", flush=True)
+
+
+def check(condition: bool, what: str, got: Any = None) -> None:
+    if not condition:
+        raise Failed(f"expected {what}; got {got!r}")
+
+
+def eventually(what: str, seconds: float, probe: Callable[[], Any]) -> Any:
+    """Calls `probe` until it returns something truthy without raising, or fails naming `what`."""
+    deadline = time.monotonic() + seconds
+    last: Any = None
+    while True:
+        try:
+            result = probe()
+            if result:
+                return result
+            last = result
+        except Exception as exc:  # noqa: BLE001 - kept for the failure message
+            last = exc
+        if time.monotonic() > deadline:
+            raise Failed(f"{what} within {seconds:.0f}s; last: {last!r}")
+        time.sleep(0.25)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def git(repo: Path, *args: str) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="e2e", GIT_AUTHOR_EMAIL="e2e@example.com",
+               GIT_COMMITTER_NAME="e2e", GIT_COMMITTER_EMAIL="e2e@example.com")
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, env=env,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def make_repo(at: Path) -> None:
+    """The example repo as a git repo: `main` works; tag `broken` fails to import."""
+    shutil.copytree(EXAMPLE_REPO, at)
+    git(at, "init", "-q", "-b", "main")
+    git(at, "add", "-A")
+    git(at, "commit", "-qm", "example")
+    git(at, "checkout", "-qb", "broken-branch")
+    (at / "weather" / "__init__.py").write_text("import does_not_exist_anywhere\n")
+    git(at, "commit", "-qam", "broken import")
+    git(at, "tag", "broken")
+    git(at, "checkout", "-q", "main")
+
+
+class Cluster:
+    """The processes of one topology, their logs, and the CLI pointed at them."""
+
+    def __init__(self, ramen: Path, topology: str, work: Path) -> None:
+        self.ramen = ramen
+        self.topology = topology
+        self.work = work
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path] = {}
+        self.api_port = free_port()
+        self.api = f"http://127.0.0.1:{self.api_port}"
+        self.listen = {
+            "RAMEN_LISTEN__API": f"127.0.0.1:{self.api_port}",
+            **{f"RAMEN_LISTEN__{n}": f"127.0.0.1:{free_port()}"
+               for n in ("AUTH", "DEPLOYER", "ZONE_MANAGER", "REBALANCER")},
+        }
+        self.admin_ports: dict[str, int] = {}
+        self.base_env = self._base_env()
+
+    def _base_env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAMEN_") or k.startswith("RAMEN_TEST_")}
+        venv = Path(sys.executable).parent.parent
+        site = next((venv / "lib").glob("python3*/site-packages"))
+        env.update(self.listen)
+        env.update({
+            "RAMEN_LOG_LEVEL": "info",
+            "RAMEN_LOG_FORMAT": "pretty",
+            "RAMEN_CLI_CONFIG": str(self.work / "cli.json"),
+            "RAMEN_API": self.api,
+            # Workers reuse this interpreter's MCP SDK instead of installing it from PyPI.
+            "RAMEN_ZONE__PYTHON": sys.executable,
+            "RAMEN_ZONE__SITE_PACKAGES": f'["{site}"]',
+            "RAMEN_ZONE__VENV_WITHOUT_PIP": "true",
+            "RAMEN_ZONE__RESTART_TIMEOUT": "90s",
+        })
+        return env
+
+    def spawn(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log = self.work / f"{name}.log"
+        self.logs[name] = log
+        handle = open(log, "ab")  # noqa: SIM115 - lives as long as the process
+        proc = subprocess.Popen(args, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    # -- topology up ------------------------------------------------------------------------
+    def start_up(self) -> None:
+        admin = free_port()
+        self.admin_ports["ramen"] = admin
+        env = dict(self.base_env, RAMEN_DATA_DIR=str(self.work / "data"),
+                   RAMEN_LISTEN__ADMIN=f"127.0.0.1:{admin}")
+        self.spawn("ramen", [str(self.ramen), "up"], env)
+        self.wait_ready("ramen")
+
+    # -- topology split ---------------------------------------------------------------------
+    def start_split(self) -> None:
+        bin_dir = Path(sys.executable).parent
+        nats_port, redis_port, s3_port = free_port(), free_port(), free_port()
+        (self.work / "nats").mkdir()
+        self.spawn("nats", [str(bin_dir / "nats-server"), "-js", "-a", "127.0.0.1", "-p",
+                            str(nats_port), "-sd", str(self.work / "nats")], dict(os.environ))
+        self.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", str(self.work)],
+                   dict(os.environ))
+        self.spawn("s3", [str(bin_dir / "moto_server"), "-H", "127.0.0.1", "-p", str(s3_port)],
+                   dict(os.environ, MOTO_ALLOW_NONEXISTENT_REGION="true"))
+        for port in (nats_port, redis_port, s3_port):
+            eventually(f"port {port} listening", 30, lambda p=port: socket.create_connection(("127.0.0.1", p), 1).close() or True)
+        self.bucket = "ramen-e2e"
+        httpx2.put(f"http://127.0.0.1:{s3_port}/{self.bucket}").raise_for_status()
+        self.shared_env = dict(
+            self.base_env,
+            RAMEN_NATS__URL=f"nats://127.0.0.1:{nats_port}",
+            RAMEN_REDIS__URL=f"redis://127.0.0.1:{redis_port}",
+            RAMEN_S3__ENDPOINT=f"http://127.0.0.1:{s3_port}",
+            RAMEN_S3__BUCKET=self.bucket,
+            RAMEN_S3__REGION="us-east-1",
+            RAMEN_S3__FORCE_PATH_STYLE="true",
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            RAMEN_JWT_SECRET="e2e-jwt-secret-that-is-long-enough-0123456789",
+            RAMEN_SECRETS_KEY="MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+        )
+        self.s3 = f"http://127.0.0.1:{s3_port}"
+        for service in SERVICES:
+            self.start_service(service)
+        for service in SERVICES:
+            self.wait_ready(service)
+
+    def start_service(self, service: str, name: str | None = None) -> None:
+        name = name or service
+        admin = free_port()
+        self.admin_ports[name] = admin
+        env = dict(self.shared_env, RAMEN_DATA_DIR=str(self.work / "data" / service),
+                   RAMEN_LISTEN__ADMIN=f"127.0.0.1:{admin}")
+        self.spawn(name, [str(self.ramen), "serve", service], env)
+
+    def wait_ready(self, name: str) -> None:
+        port = self.admin_ports[name]
+
+        def ready() -> bool:
+            proc = self.procs[name]
+            if proc.poll() is not None:
+                raise Failed(f"{name} exited with {proc.returncode}:\n{self.tail(name)}")
+            return httpx2.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+
+        eventually(f"{name} ready", 120, ready)
+
+    def tail(self, name: str, lines: int = 40) -> str:
+        text = self.logs[name].read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def bootstrap_password(self) -> tuple[str, str]:
+        name = "ramen" if self.topology == "up" else "auth"
+
+        def found() -> tuple[str, str] | None:
+            text = re.sub(r"\x1b\[[0-9;]*m", "", self.logs[name].read_text(errors="replace"))
+            email = re.search(r"email[\"=:\s]+\"?([^\s\"]+@[^\s\"]+)", text)
+            password = re.search(r"one[-_]time[-_ ]password[\"=:\s]+\"?([A-Za-z0-9_\-]{8,})", text)
+            return (email.group(1), password.group(1)) if email and password else None
+
+        return eventually("the bootstrap admin in the log", 30, found)
+
+    def stop(self) -> None:
+        for name, proc in reversed(list(self.procs.items())):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for name, proc in self.procs.items():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    # -- the CLI ----------------------------------------------------------------------------
+    def cli(self, *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([str(self.ramen), *args], env=self.base_env, input=stdin,
+                              capture_output=True, text=True, timeout=600)
+        if ok and done.returncode != 0:
+            raise Failed(f"`ramen {' '.join(args)}` exited {done.returncode}: {done.stderr.strip()}")
+        return done
+
+    def cli_json(self, *args: str) -> Any:
+        return json.loads(self.cli("--json", *args).stdout)
+
+    def cli_items(self, *args: str) -> list[Any]:
+        """A listing's items (the API pages lists: `{"items": [...], "next_page_token"}`)."""
+        answer = self.cli_json(*args)
+        return answer["items"] if isinstance(answer, dict) else answer
+
+    # -- what runs on this machine ----------------------------------------------------------
+    def worker_pids(self) -> list[int]:
+        """Worker processes started for this cluster (their command line names its data dir)."""
+        pids = []
+        data = str(self.work / "data")
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            words = [a.decode(errors="replace") for a in argv]
+            if "worker" in words and any(data in w for w in words):
+                pids.append(int(entry.name))
+        return sorted(pids)
+
+    def leftovers(self, group: str) -> list[str]:
+        """Files and directories under the data dirs named after the group (placements,
+        snapshots, blobs); a store keeps its records inside its own files."""
+        found = []
+        for path in (self.work / "data").rglob("*"):
+            if group in path.relative_to(self.work / "data").parts:
+                found.append(str(path))
+        return found
+
+    def bucket_keys(self, prefix: str) -> list[str]:
+        if self.topology != "split":
+            return []
+        answer = httpx2.get(f"{self.s3}/{self.bucket}?list-type=2&prefix={prefix}").text
+        return re.findall(r"<Key>([^<]+)</Key>", answer)
+
+
+# -- MCP through the edge, with the official client -------------------------------------------
+def mcp(url: str, key: str, action: Callable[[Client], Any], zone: str | None = None) -> Any:
+    headers = {"Authorization": f"Bearer {key}"}
+    if zone:
+        headers["ramen-zone"] = zone
+
+    async def run() -> Any:
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0)) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as c:
+                return await action(c)
+
+    return anyio.run(run)
+
+
+async def tool_names(c: Client) -> list[str]:
+    return sorted(t.name for t in (await c.list_tools()).tools)
+
+
+def add(a: int, b: int) -> Callable[[Client], Any]:
+    async def call(c: Client) -> Any:
+        result = await c.call_tool("notes.add", {"a": a, "b": b})
+        return result.structured_content
+    return call
+
+
+def status_of(url: str, key: str, zone: str | None = None) -> int:
+    """The HTTP status of an initialize sent straight to the edge."""
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    if zone:
+        headers["ramen-zone"] = zone
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "e2e", "version": "1"}}}
+    return httpx2.post(url, headers=headers, json=body, timeout=30).status_code
+
+
+def call_error(url: str, key: str, tool: str, arguments: dict[str, Any]) -> int | None:
+    async def call(c: Client) -> int | None:
+        try:
+            await c.call_tool(tool, arguments)
+        except MCPError as exc:
+            return exc.code
+        return None
+    return mcp(url, key, call)
+
+
+# -- the scenario ------------------------------------------------------------------------------
+def scenario(cluster: Cluster) -> None:
+    step("log in as the bootstrap admin and set a password")
+    email, one_time = cluster.bootstrap_password()
+    cluster.cli("login", email, "--password-stdin", "--new-password",
+                stdin=f"{one_time}\ne2e-password-0123456789\n")
+
+    step("zones local-a and local-b")
+    for zone in ("local-a", "local-b"):
+        cluster.cli("zone", "create", zone)
+    zones = [z["name"] for z in cluster.cli_items("zone", "list")]
+    check({"local-a", "local-b"} <= set(zones), "both zones listed", zones)
+
+    step("a group from the example repo, environment prod on both zones")
+    repo = cluster.work / "repo"
+    make_repo(repo)
+    cluster.cli("group", "create", GROUP, "--repo", str(repo), "--ref", "main")
+    cluster.cli("env", "create", "prod", "-g", GROUP, "--ref", "main", "--zone", "local-a,local-b")
+
+    step("deploy --wait: the job succeeds with five steps per zone")
+    if cluster.topology == "split":
+        deploy_surviving_a_killed_deployer(cluster)
+    else:
+        cluster.cli("deploy", "prod", "-g", GROUP, "--wait")
+    jobs = cluster.cli_items("jobs", "-g", GROUP)
+    job = cluster.cli_json("jobs", "-g", GROUP, jobs[0]["id"])
+    check(job["state"] == "succeeded", "the job succeeded", job)
+    for zone in job["zones"]:
+        steps = [s for s in zone["steps"] if s["status"] == "succeeded"]
+        check(len(steps) == 5, f"five succeeded steps in {zone['zone']}", zone)
+    check(len(job["zones"]) == 2, "both zones in the job", job["zones"])
+
+    step("an MCP key; tools listed and called through the edge, with and without ramen-zone")
+    key = cluster.cli_json("keys", "create", "-g", GROUP, "e2e")
+    plaintext = key.get("plaintext")
+    check(isinstance(plaintext, str), "the key's plaintext", key)
+    url = f"{cluster.api}/mcp/{GROUP}/prod"
+    eventually("the new key accepted", 60, lambda: status_of(url, plaintext) == 200)
+    tools = mcp(url, plaintext, tool_names)
+    check("notes.add" in tools and any(t.startswith("weather") for t in tools), "notes and weather tools", tools)
+    check(mcp(url, plaintext, add(2, 3)) == {"result": 5}, "2 + 3 = 5 through the edge")
+    for zone in ("local-a", "local-b"):
+        check(mcp(url, plaintext, add(1, 1), zone=zone) == {"result": 2}, f"a call pinned to {zone}")
+
+    step("block the weather package: gone from the list, calls answer -32601")
+    weather_tool = next(t for t in tools if t.startswith("weather"))
+    cluster.cli("block", "prod", "-g", GROUP, "weather")
+    eventually("weather gone from tools/list", 60,
+               lambda: not any(t.startswith("weather") for t in mcp(url, plaintext, tool_names)))
+    code = call_error(url, plaintext, weather_tool, {"city": "Paris"})
+    check(code == -32601, "-32601 for a blocked tool", code)
+    cluster.cli("unblock", "prod", "-g", GROUP, "weather")
+    eventually("weather back", 60, lambda: weather_tool in mcp(url, plaintext, tool_names))
+
+    step("a revoked key gets 401")
+    other = cluster.cli_json("keys", "create", "-g", GROUP, "short-lived")
+    other_key = other["plaintext"]
+    # Keys reach the running nodes over the bus, within seconds.
+    eventually("the new key accepted", 60, lambda: status_of(url, other_key) == 200)
+    cluster.cli("keys", "revoke", "-g", GROUP, other["key"]["id"])
+    eventually("401 for the revoked key", 60, lambda: status_of(url, other_key) == 401)
+
+    step("an IP rule excluding the client gets 403; clearing it lets it in again")
+    cluster.cli("ip-rules", "local-a", "-g", GROUP, "10.123.0.0/16")
+    eventually("403 on local-a", 180, lambda: status_of(url, plaintext, zone="local-a") == 403)
+    check(status_of(url, plaintext, zone="local-b") == 200, "local-b still open", None)
+    cluster.cli("ip-rules", "local-a", "-g", GROUP, "--clear")
+    eventually("200 on local-a again", 180, lambda: status_of(url, plaintext, zone="local-a") == 200)
+
+    step("a broken ref: the canary fails, stable still serves the old tools")
+    broken = cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "broken", "--wait", ok=False)
+    check(broken.returncode != 0, "a failing exit code for the broken deploy", broken.stdout)
+    envs = cluster.cli_items("env", "list", "-g", GROUP)
+    prod = next(e for e in envs if e["name"] == "prod")
+    flat = json.dumps(prod)
+    check("fail" in flat.lower(), "the environment shows the failure", prod)
+    check(weather_tool in mcp(url, plaintext, tool_names), "stable serves the old tools", None)
+
+    step("rollback: deploy main again")
+    cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "main", "--wait")
+    check(mcp(url, plaintext, add(4, 4)) == {"result": 8}, "calls after the rollback")
+
+    step("kill one worker: calls keep succeeding, the worker is replaced")
+    before = cluster.worker_pids()
+    check(len(before) >= 2, "a worker per zone running", before)
+    os.kill(before[0], signal.SIGKILL)
+    for i in range(5):
+        check(mcp(url, plaintext, add(i, 1)) == {"result": i + 1}, "calls during the replacement")
+    eventually("the killed worker replaced", 120,
+               lambda: len(cluster.worker_pids()) >= len(before) and before[0] not in cluster.worker_pids())
+
+    step("delete the group: no worker, no placement directory, no blobs, no record")
+    cluster.cli("group", "delete", GROUP)
+    eventually("no worker process left", 120, lambda: cluster.worker_pids() == [])
+    eventually("no file or directory of the group left", 120, lambda: cluster.leftovers(GROUP) == [])
+    eventually("no bucket object of the group left", 120, lambda: cluster.bucket_keys(f"groups/{GROUP}/") == [])
+    eventually("the group gone", 120, lambda: GROUP not in [g["name"] for g in cluster.cli_items("group", "list")])
+    gone = cluster.cli("env", "list", "-g", GROUP, ok=False)
+    check(gone.returncode != 0, "its environments gone with it", gone.stdout)
+
+
+def deploy_surviving_a_killed_deployer(cluster: Cluster) -> None:
+    """Starts the deploy, kills the deployer once the job runs, starts another deployer
+    process, and waits for the job to finish there."""
+    started = cluster.cli_json("deploy", "prod", "-g", GROUP)
+    job_id = started.get("id") or started.get("job_id") or started.get("job", {}).get("id")
+    check(bool(job_id), "a job id", started)
+
+    def running() -> bool:
+        return cluster.cli_json("jobs", "-g", GROUP, job_id)["state"] == "running"
+
+    eventually("the job running", 60, running)
+    cluster.procs["deployer"].send_signal(signal.SIGKILL)
+    cluster.procs["deployer"].wait()
+    step("deployer killed mid-job; a second deployer takes over")
+    cluster.start_service("deployer", name="deployer-2")
+    cluster.wait_ready("deployer-2")
+
+    def finished() -> dict[str, Any] | None:
+        job = cluster.cli_json("jobs", "-g", GROUP, job_id)
+        return job if job["state"] in ("succeeded", "failed", "cancelled") else None
+
+    job = eventually("the job finished by the second deployer", 300, finished)
+    check(job["state"] == "succeeded", "the resumed job succeeded", job)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ramen", required=True, type=Path)
+    parser.add_argument("--topology", choices=["up", "split"], required=True)
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix=f"ramen-e2e-{args.topology}-"))
+    cluster = Cluster(args.ramen.resolve(), args.topology, work)
+    print(f"e2e ({args.topology}) in {work}", flush=True)
+    try:
+        cluster.start_up() if args.topology == "up" else cluster.start_split()
+        scenario(cluster)
+    except Failed as failure:
+        print(f"FAILED ({args.topology}): {failure}", file=sys.stderr)
+        for name in cluster.logs:
+            print(f"\n===== last lines of {name}.log =====\n{cluster.tail(name)}", file=sys.stderr)
+        return 1
+    finally:
+        cluster.stop()
+        leaked = cluster.worker_pids()
+        for pid in leaked:
+            os.kill(pid, signal.SIGKILL)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    if leaked:
+        print(f"FAILED ({args.topology}): workers left running after stop: {leaked}", file=sys.stderr)
+        return 1
+    print(f"e2e ({args.topology}): passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
