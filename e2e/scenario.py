@@ -158,6 +158,15 @@ class Cluster:
         self.spawn("ramen", [str(self.ramen), "up"], env)
         self.wait_ready("ramen")
 
+    def restart_up(self) -> None:
+        """Stops `ramen up` (SIGTERM, as Ctrl-C) and starts it again on the same data dir."""
+        proc = self.procs["ramen"]
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        check(proc.returncode == 0, "ramen up to exit 0 on SIGTERM", proc.returncode)
+        eventually("its workers stopped with it", 30, lambda: self.worker_pids() == [])
+        self.start_up()
+
     # -- topology split ---------------------------------------------------------------------
     def start_split(self) -> None:
         bin_dir = Path(sys.executable).parent
@@ -414,6 +423,13 @@ def scenario(cluster: Cluster) -> None:
     step("rollback: deploy main again")
     cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "main", "--wait")
     check(mcp(url, plaintext, add(4, 4)) == {"result": 8}, "calls after the rollback")
+
+    if cluster.topology == "up":
+        step("stop ramen up and start it again: state kept, workers back")
+        cluster.restart_up()
+        eventually("calls through the edge after the restart", 180,
+                   lambda: mcp(url, plaintext, add(5, 5)) == {"result": 10})
+        check(len(cluster.cli_items("jobs", "-g", GROUP)) >= 3, "the jobs kept", None)
 
     step("kill one worker: calls keep succeeding, the worker is replaced")
     before = cluster.worker_pids()

@@ -23,6 +23,27 @@ pub trait HealthCheck: Send + Sync {
     async fn check(&self) -> Result<(), String>;
 }
 
+/// A check that fails until [`Startup::done`]: the admin port (and `/healthz`) comes up first,
+/// but `/readyz` must not say ready before the process's own listeners are bound.
+#[derive(Clone, Default)]
+pub struct Startup(Arc<AtomicBool>);
+
+impl Startup {
+    pub fn done(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait::async_trait]
+impl HealthCheck for Startup {
+    fn name(&self) -> &str {
+        "startup"
+    }
+    async fn check(&self) -> Result<(), String> {
+        if self.0.load(Ordering::SeqCst) { Ok(()) } else { Err("still starting".to_owned()) }
+    }
+}
+
 /// Readiness of the process: the registered dependency checks, and a draining flag that makes
 /// readiness fail at once on shutdown so load balancers stop sending work first.
 #[derive(Clone, Default)]

@@ -88,6 +88,8 @@ where
             return ExitCode::FAILURE;
         }
     };
+    let startup = ramen_lifecycle::Startup::default();
+    platform.health.add(startup.clone());
     let admin = match platform.serve_admin().await {
         Ok((addr, _task)) => addr,
         Err(err) => {
@@ -102,6 +104,7 @@ where
             return ExitCode::FAILURE;
         }
     };
+    startup.done();
     tracing::info!(service = name, addr = %running.addr, %admin, "serving");
     shutdown.wait().await;
     platform.health.set_draining();

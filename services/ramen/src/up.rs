@@ -62,9 +62,12 @@ async fn run(config: Config) -> anyhow::Result<()> {
     let drain = config.drain.timeout;
     let data_dir = config.data_dir.clone();
     let platform = Platform::open(config, &url, shutdown.clone()).await?;
+    let startup = ramen_lifecycle::Startup::default();
+    platform.health.add(startup.clone());
     let (admin, _admin_task) = platform.serve_admin().await?;
 
     let (services, bootstrap) = start_services(&platform).await?;
+    startup.done();
     let api = services.iter().find(|s| s.name == "api-gateway").map(|s| s.addr);
     if let Some(api) = api {
         tracing::info!(console = %format!("http://{api}/"), api = %format!("http://{api}/api"), mcp_edge = %format!("http://{api}/mcp/<group>/<environment>"), "ramen is up");
