@@ -70,7 +70,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     startup.done();
     let api = services.iter().find(|s| s.name == "api-gateway").map(|s| s.addr);
     if let Some(api) = api {
-        tracing::info!(console = %format!("http://{api}/"), api = %format!("http://{api}/api"), mcp_edge = %format!("http://{api}/mcp/<group>/<environment>"), "ramen is up");
+        tracing::info!(api = %format!("http://{api}/api"), openapi = %format!("http://{api}/api/openapi.json"), mcp_edge = %format!("http://{api}/mcp/<group>/<environment>"), "ramen is up");
     }
     if let Some(first_admin) = bootstrap {
         print_bootstrap(&first_admin);
