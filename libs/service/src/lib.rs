@@ -4,6 +4,7 @@
 
 mod checks;
 mod grpc;
+pub mod paging;
 mod platform;
 mod process;
 

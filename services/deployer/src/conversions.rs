@@ -2,6 +2,7 @@
 
 use ramen_proto::common::v1 as common;
 use ramen_proto::deployer::v1 as pb;
+use ramen_service::paging::PageWindow;
 
 use crate::error::{Error, Result};
 use crate::jobs::model::{JobRecord, JobState, LogLine, Step, StepRecord, ZoneRun};
@@ -215,20 +216,11 @@ pub const MAX_PAGE: usize = 1000;
 
 impl Page {
     pub fn from(request: Option<&common::PageRequest>) -> Result<Self> {
-        let request = request.cloned().unwrap_or_default();
-        let size = match request.page_size as usize {
-            0 => DEFAULT_PAGE,
-            n => n.min(MAX_PAGE),
-        };
-        let offset = if request.page_token.is_empty() {
-            0
-        } else {
-            request
-                .page_token
-                .parse()
-                .map_err(|_| Error::invalid("page_token", "is not a token this server issued"))?
-        };
-        Ok(Self { offset, size })
+        let window = PageWindow::of(request, DEFAULT_PAGE as u64, MAX_PAGE as u64)
+            .map_err(|bad| Error::invalid("page_token", format!("is {bad}")))?;
+        // An offset or size beyond this machine's address space cannot index a list anyway.
+        let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(Self { offset: clamp(window.offset), size: clamp(window.size) })
     }
 
     /// The page of `items` and its info (`total` = every item).

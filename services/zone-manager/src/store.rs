@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use ramen_proto::common::v1::{PageInfo, PageRequest};
+use ramen_service::paging::PageWindow;
 use ramen_store::{Collection, CollectionSpec, DocumentStore, Filter, Query, StoreError};
 
 use crate::error::{Error, Result};
@@ -74,20 +75,9 @@ impl Page {
     }
 
     pub fn from_request(request: Option<&PageRequest>) -> Result<Self> {
-        let request = request.cloned().unwrap_or_default();
-        let size = match u64::from(request.page_size) {
-            0 => DEFAULT_PAGE,
-            n => n.min(MAX_PAGE),
-        };
-        let offset = if request.page_token.is_empty() {
-            0
-        } else {
-            request
-                .page_token
-                .parse()
-                .map_err(|_| Error::invalid("page.page_token", "not a token this server issued"))?
-        };
-        Ok(Self { offset, size })
+        let window = PageWindow::of(request, DEFAULT_PAGE, MAX_PAGE)
+            .map_err(|bad| Error::invalid("page.page_token", bad.to_string()))?;
+        Ok(Self { offset: window.offset, size: window.size })
     }
 
     /// Asks for one more than the page so the answer knows whether another page follows.
