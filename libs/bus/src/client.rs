@@ -143,14 +143,13 @@ pub(crate) fn decode<T: DeserializeOwned>(
     headers: Option<&HeaderMap>,
     payload: &[u8],
 ) -> Result<T> {
-    let found = headers.and_then(headers::schema_of);
-    if let Some((name, _)) = &found
+    if let Some(name) = headers.and_then(headers::schema_name_of)
         && name != expected.name
     {
         return Err(BusError::SchemaMismatch {
             subject: subject.to_owned(),
             expected: expected.name.to_owned(),
-            found: Some(name.clone()),
+            found: Some(name.to_owned()),
         });
     }
     serde_json::from_slice(payload)

@@ -74,9 +74,10 @@ impl<T: DeserializeOwned> Subscription<T> {
     /// The next decodable message; `None` once the connection is closed for good.
     pub async fn next(&mut self) -> Option<CoreMessage<T>> {
         while let Some(message) = self.inner.next().await {
-            let subject = message.subject.to_string();
-            match decode(&subject, self.schema, message.headers.as_ref(), &message.payload) {
+            let subject = message.subject.as_str();
+            match decode(subject, self.schema, message.headers.as_ref(), &message.payload) {
                 Ok(payload) => {
+                    let subject = subject.to_owned();
                     let headers = message.headers.unwrap_or_default();
                     return Some(CoreMessage { subject, payload, headers });
                 }

@@ -55,6 +55,13 @@ pub fn schema_of(headers: &HeaderMap) -> Option<(String, u32)> {
     get(headers, SCHEMA).map(|v| parse_schema_header(&v))
 }
 
+/// The schema name alone, borrowed: what every received message is checked against, so the
+/// check allocates nothing.
+pub(crate) fn schema_name_of(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get_last(SCHEMA)?.as_str();
+    Some(value.split_once(";v=").map_or(value, |(name, _)| name))
+}
+
 /// The headers every ramen publish carries: caller's extras, schema, trace and dedupe id.
 pub(crate) fn outgoing(
     schema: Schema,
@@ -82,6 +89,7 @@ mod tests {
         let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let h = outgoing(Schema::new("a.B", 2), Some(&extra), Some(tp), Some("id-1"));
         assert_eq!(schema_of(&h), Some(("a.B".to_owned(), 2)));
+        assert_eq!(schema_name_of(&h), Some("a.B"));
         assert_eq!(extract_trace(&h).as_deref(), Some(tp));
         assert_eq!(get(&h, MSG_ID).as_deref(), Some("id-1"));
         assert_eq!(get(&h, "X-Team").as_deref(), Some("g1"));

@@ -104,6 +104,17 @@ fn json_accepts_enum_numbers_and_keeps_unknown_ones() {
     assert_eq!(report.track(), Track::WorkerCanary);
     let future = ev::NodeLoadReport { track: 42, ..Default::default() };
     assert_eq!(serde_json::to_value(&future).unwrap()["track"], json!(42));
+    let from_bytes: ev::NodeLoadReport =
+        serde_json::from_slice(br#"{"track":"TRACK_WORKER_CANARY","in_flight":3}"#).unwrap();
+    assert_eq!((from_bytes.track(), from_bytes.in_flight), (Track::WorkerCanary, 3));
+}
+
+#[test]
+fn json_refuses_enum_values_that_are_neither_name_nor_number() {
+    for bad in [r#"{"track":true}"#, r#"{"track":1.5}"#, r#"{"track":4294967296}"#] {
+        let err = serde_json::from_str::<ev::NodeLoadReport>(bad).unwrap_err().to_string();
+        assert!(err.contains("enum"), "{bad}: {err}");
+    }
 }
 
 #[test]

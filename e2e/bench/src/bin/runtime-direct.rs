@@ -31,16 +31,22 @@ struct Args {
     tool: String,
     #[arg(long, default_value = r#"{"a":20,"b":22}"#)]
     arguments: String,
+    /// The session's client description the node adds to every call frame
+    /// (`{"protocolVersion","capabilities","clientInfo","sessionId"}`), so the runtime does
+    /// the same work per call as behind a node.
+    #[arg(long)]
+    client: Option<String>,
 }
 
 async fn caller(runtime: Runtime, args: Args, warm_until: Instant, end: Instant) -> Recorder {
     let mut recorder = Recorder::default();
     let name = serde_json::to_string(&args.tool).unwrap();
+    let client = args.client.as_deref().map(|c| format!(r#","client":{c}"#)).unwrap_or_default();
     while Instant::now() < end {
         let sent = Instant::now();
         let outcome = match runtime.call(|id| {
             format!(
-                r#"{{"id":{id},"op":"call_tool","name":{name},"arguments":{}}}"#,
+                r#"{{"id":{id},"op":"call_tool","name":{name},"arguments":{}{client}}}"#,
                 args.arguments
             )
             .into_bytes()

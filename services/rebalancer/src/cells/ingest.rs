@@ -18,9 +18,12 @@ pub async fn spawn_ingest(
     let mut subscription = bus.subscribe(&ramen_service::subject::<NodeLoadReport>()).await?;
     let cells = cells.clone();
     tasks.spawn("rebalancer-load-ingest", move |stop| async move {
+        // One cancellation future for the task's life, not one per report.
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
         loop {
             tokio::select! {
-                () = stop.cancelled() => return,
+                () = &mut stopped => return,
                 message = subscription.next() => match message {
                     Some(message) => {
                         cells.ingest(&message.payload);

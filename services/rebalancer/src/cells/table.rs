@@ -1,11 +1,14 @@
 //! The latest report of every node, grouped group → zone → node so that a report is filed
 //! with three borrowed-key lookups and no allocation once its node is known, and a full
-//! recompute is one pass over flat maps.
+//! recompute is one pass over flat maps. The maps hash with foldhash (randomly seeded, several
+//! times cheaper than SipHash on these short keys): 5,000 reports a second at 10,000 nodes.
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
 
 use ramen_proto::common::v1::Track;
 use ramen_proto::events::v1::NodeLoadReport;
+
+type HashMap<K, V> = StdHashMap<K, V, foldhash::fast::RandomState>;
 
 /// What the table keeps of a node's latest report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

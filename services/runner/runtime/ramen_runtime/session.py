@@ -27,6 +27,7 @@ from typing import Any
 from .protocol import dump_obj
 
 DEFAULT_PROTOCOL_VERSION = "2025-11-25"
+_UNSET: Any = object()  # "not computed yet", distinct from a computed None
 
 # ServerSession methods that only build a typed request/notification and then
 # call send_request/send_notification: borrowed from the SDK class.
@@ -133,9 +134,9 @@ class CallSession:
 
     def __init__(self, call: Call) -> None:
         self._call = call
-        self._client_params = None
-        if call.client:
-            self._client_params = self._validate("InitializeRequestParams", _init_params(call.client))
+        # Validated on first use: a pydantic model per call would cost every tool call
+        # ~18 us although few tools ever ask who the client is.
+        self._client_params: Any = _UNSET
 
     # ---- who the client is -------------------------------------------------
     def _validate(self, type_name: str, data: Any) -> Any:
@@ -149,6 +150,9 @@ class CallSession:
 
     @property
     def client_params(self) -> Any:
+        if self._client_params is _UNSET:
+            client = self._call.client
+            self._client_params = self._validate("InitializeRequestParams", _init_params(client)) if client else None
         return self._client_params
 
     @property

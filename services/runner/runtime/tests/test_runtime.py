@@ -542,6 +542,12 @@ class CallLifecycleTest(unittest.TestCase):
         self.assertEqual(reply["error"]["code"], -32800)
         self.assertEqual(self.rt.wait_exit(10), 0)
 
+    def test_client_params_come_from_the_client_the_node_passes(self) -> None:
+        client = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "inspector", "version": "1"}}
+        reply = self.rt.call_tool("slow.client_name", client=client)
+        self.assertEqual(text_of(reply["result"]), "inspector")
+        self.assertEqual(text_of(self.rt.call_tool("slow.client_name")["result"]), "unknown")
+
     def test_lifespan_is_entered_and_exited(self) -> None:
         self.assertEqual(text_of(self.rt.call_tool("slow.lifespan_state")["result"]), "connected")
         self.rt.send({"op": "shutdown"})
