@@ -2,20 +2,38 @@
 //! ([`Platform`]), their readiness checks, the admin port (`/healthz`, `/readyz`,
 //! `/metrics`), gRPC serving with trace-context extraction, and typed event subjects.
 
+pub mod caller;
 mod checks;
 mod grpc;
 pub mod paging;
 mod platform;
 mod process;
 
+pub use caller::Caller;
 pub use grpc::serve_grpc;
 pub use platform::{Platform, PlatformError};
 pub use process::{Running, main};
 
-use ramen_bus::{Schema, Subject};
-use ramen_proto::event::Event;
+use ramen_bus::{Bus, BusError, EventStreamSpec, Schema, Subject};
+use ramen_config::NatsConfig;
+use ramen_proto::event::{EVENTS_FILTER, Event};
 
 /// The bus subject of an event type, with its schema header.
 pub fn subject<T: Event>() -> Subject<T> {
     Subject::new(T::SUBJECT, Schema::new(T::NAME, 1))
+}
+
+/// Creates (or updates to this one spec) the domain-event stream every service publishes on
+/// (`nats.events_stream`, subjects `ramen.events.v1.>`). Idempotent: every publishing service
+/// ensures it at start-up, so whichever comes up first on a fresh server creates it, and one
+/// spec here means no two services can fight over its settings.
+pub async fn ensure_event_stream(bus: &Bus, nats: &NatsConfig) -> Result<(), BusError> {
+    let spec = EventStreamSpec {
+        name: nats.events_stream.clone(),
+        subjects: vec![EVENTS_FILTER.to_owned()],
+        max_age: nats.max_age,
+        max_payload: nats.max_payload,
+        ..EventStreamSpec::default()
+    };
+    bus.ensure_event_stream(&spec).await
 }

@@ -2,10 +2,8 @@
 //! key hashes of the affected placements, so a revoked key stops working on running nodes) and
 //! `AuditAppended`.
 
-use std::time::Duration;
-
-use ramen_bus::{Bus, BusError, EventStreamSpec, PublishOptions};
-use ramen_proto::event::{EVENTS_FILTER, Event};
+use ramen_bus::{Bus, BusError, PublishOptions};
+use ramen_proto::event::Event;
 use ramen_proto::events::v1::EventMeta;
 
 use crate::context::Ctx;
@@ -24,15 +22,7 @@ impl Events {
     /// Creates (or updates to the shared spec) the domain-event stream every service publishes
     /// to. Idempotent; each publishing service ensures it at start-up.
     pub async fn ensure_stream(&self, nats: &ramen_config::NatsConfig) -> Result<(), BusError> {
-        let spec = EventStreamSpec {
-            name: nats.events_stream.clone(),
-            subjects: vec![EVENTS_FILTER.to_owned()],
-            max_age: nats.max_age,
-            max_payload: nats.max_payload,
-            duplicate_window: Duration::from_secs(120),
-            replicas: 1,
-        };
-        self.bus.ensure_event_stream(&spec).await
+        ramen_service::ensure_event_stream(&self.bus, nats).await
     }
 
     /// Publishes `event` with its event id as `Nats-Msg-Id`, so a retried publish is stored once.

@@ -3,54 +3,16 @@
 
 use ramen_proto::auth::v1::{Action, Decision};
 use ramen_proto::metadata;
-use tonic::metadata::MetadataMap;
 
 use crate::Deployer;
 use crate::error::{Error, Result};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Ctx {
-    pub actor: String,
-    pub request_id: String,
-}
+/// The caller every service reads from the request metadata ([`ramen_service::Caller`]).
+pub use ramen_service::Caller as Ctx;
 
-impl Ctx {
-    pub fn new(actor: impl Into<String>, request_id: impl Into<String>) -> Self {
-        Self { actor: actor.into(), request_id: request_id.into() }
-    }
-
-    pub fn from_metadata(metadata: &MetadataMap) -> Self {
-        let get = |key: &str| {
-            metadata
-                .get(key)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        Self { actor: get(metadata::ACTOR), request_id: get(metadata::REQUEST_ID) }
-    }
-
-    /// The deployer acting on its own (jobs, sagas).
-    pub fn deployer() -> Self {
-        Self::new(metadata::ACTOR_DEPLOYER, "")
-    }
-
-    pub fn audit_actor(&self) -> &str {
-        if self.actor.is_empty() { "anonymous" } else { &self.actor }
-    }
-
-    /// A request to another service carrying this caller.
-    pub fn request<T>(&self, message: T) -> tonic::Request<T> {
-        let mut request = tonic::Request::new(message);
-        if let Ok(actor) = self.actor.parse() {
-            request.metadata_mut().insert(metadata::ACTOR, actor);
-        }
-        if let Ok(id) = self.request_id.parse() {
-            request.metadata_mut().insert(metadata::REQUEST_ID, id);
-        }
-        request
-    }
+/// The deployer acting on its own (jobs, sagas).
+pub fn deployer() -> Ctx {
+    Ctx::acting_as(metadata::ACTOR_DEPLOYER)
 }
 
 /// What the caller turned out to be.
@@ -93,10 +55,4 @@ fn describe(action: Action) -> &'static str {
         Action::Admin => "administer ramen (super admins only)",
         _ => "do this",
     }
-}
-
-/// Services acting on their own behalf (trusted like a super admin inside the control plane).
-pub fn is_service_actor(actor: &str) -> bool {
-    [metadata::ACTOR_SCHEDULER, metadata::ACTOR_DEPLOYER, metadata::ACTOR_ZONE_MANAGER]
-        .contains(&actor)
 }

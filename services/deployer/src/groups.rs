@@ -139,7 +139,7 @@ impl Deployer {
         if ctx.actor.is_empty() {
             return Err(Error::Unauthenticated("no caller identity".into()));
         }
-        if crate::caller::is_service_actor(&ctx.actor) {
+        if ctx.service().is_some() {
             return Ok(None);
         }
         let (super_admin, groups) = self.auth.memberships(&ctx.actor).await?;

@@ -1,27 +1,12 @@
 //! The rebalancer's bus side: the event stream it publishes `RebalanceApplied` on (the zone's
 //! status), and the Config settings events it follows.
 
-use ramen_bus::{Bus, BusError, EventStreamSpec, PublishOptions};
-use ramen_config::Config;
+use ramen_bus::{Bus, PublishOptions};
 use ramen_proto::common::v1::Provider as PbProvider;
-use ramen_proto::event::EVENTS_FILTER;
 use ramen_proto::events::v1 as ev;
 
 use crate::actions::{ActionRecord, ActionState};
 use crate::model::{Provider, now_ms};
-
-/// `RAMEN_EVENTS`, ensured here too so the rebalancer starts on a fresh server whichever
-/// service comes up first.
-pub async fn ensure_stream(bus: &Bus, config: &Config) -> Result<(), BusError> {
-    let spec = EventStreamSpec {
-        name: config.nats.events_stream.clone(),
-        subjects: vec![EVENTS_FILTER.to_owned()],
-        max_age: config.nats.max_age,
-        max_payload: config.nats.max_payload,
-        ..EventStreamSpec::default()
-    };
-    bus.ensure_event_stream(&spec).await
-}
 
 pub fn provider_to_proto(provider: Provider) -> PbProvider {
     match provider {

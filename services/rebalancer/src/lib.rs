@@ -103,7 +103,7 @@ pub async fn start_with(platform: Platform, ports: Ports) -> Result<Started, Sta
     let config = &platform.config;
     let settings = Settings::from_config(&config.rebalancer)?;
     let (bus, tasks) = (&platform.bus, &platform.tasks);
-    events::ensure_stream(bus, config).await?;
+    ramen_service::ensure_event_stream(bus, &config.nats).await?;
     let actions = ActionStore::open(platform.store.clone()).await?;
     let cells =
         Arc::new(LoadCells::new(settings.clone(), CellMetrics::register(&platform.metrics)));

@@ -59,20 +59,11 @@ impl LoadState {
 }
 
 /// Who asked: a user id set by the gateway, or `scheduler` for the rebalancer's own runs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Caller {
-    pub actor: String,
-    pub request_id: String,
-}
+pub use ramen_service::Caller;
 
-impl Caller {
-    pub fn new(actor: impl Into<String>, request_id: impl Into<String>) -> Self {
-        Self { actor: actor.into(), request_id: request_id.into() }
-    }
-
-    pub fn scheduler() -> Self {
-        Self::new(ramen_proto::metadata::ACTOR_SCHEDULER, "")
-    }
+/// The rebalancer acting on its own (scheduled runs, the autoscaler), audited as `scheduler`.
+pub fn scheduler() -> Caller {
+    Caller::acting_as(ramen_proto::metadata::ACTOR_SCHEDULER)
 }
 
 pub fn now_ms() -> i64 {

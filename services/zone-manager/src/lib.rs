@@ -62,7 +62,7 @@ pub async fn start_with(
     let config = &platform.config;
     let settings = settings(config)?;
     let db = store::Db::open(platform.store.clone()).await?;
-    events::ensure_stream(&platform.bus, config).await?;
+    ramen_service::ensure_event_stream(&platform.bus, &config.nats).await?;
     let (worker_events, worker_reports) = tokio::sync::mpsc::unbounded_channel();
     let local = LocalSettings::from_config(config, nats_url(&platform))?;
     let local = LocalProvider::new(local, platform.tasks.clone(), worker_events);

@@ -6,7 +6,6 @@ use ramen_proto::events::v1::{DeployFinished, ZoneOutcome};
 
 use super::model::{JobRecord, JobState};
 use crate::Deployer;
-use crate::caller::Ctx;
 use crate::conversions;
 use crate::error::{Error, Result};
 use crate::model::{LastDeploy, Status, environment_id, now_ms};
@@ -181,7 +180,7 @@ impl Deployer {
             tracing::warn!(job = %job.id, error = %err, "last deploy not recorded on the environment");
         }
         let event = DeployFinished {
-            meta: Some(crate::ports::events::meta(&Ctx::deployer())),
+            meta: Some(crate::ports::events::meta(&crate::caller::deployer())),
             job_id: job.id.clone(),
             group: job.group.clone(),
             environment: job.environment.clone(),

@@ -9,7 +9,6 @@ use ramen_proto::events::v1::{self as ev, DeployLog, DeployStepChanged};
 
 use super::model::{JobRecord, LogLine, MAX_LOG_LINES, Step, Stuck};
 use crate::Deployer;
-use crate::caller::Ctx;
 use crate::conversions;
 use crate::error::{Error, Result};
 use crate::model::{Status, now_ms};
@@ -115,7 +114,7 @@ impl JobRun {
             })
             .await?;
         let event = DeployLog {
-            meta: Some(crate::ports::events::meta(&Ctx::deployer())),
+            meta: Some(crate::ports::events::meta(&crate::caller::deployer())),
             job_id: self.job_id.clone(),
             zone: zone.to_owned(),
             step: conversions::step(step) as i32,
@@ -153,7 +152,7 @@ impl JobRun {
     async fn step_event(&self, job: &JobRecord, zone: &str, step: Step) {
         let Some(record) = job.zone(zone).and_then(|z| z.step(step)) else { return };
         let event = DeployStepChanged {
-            meta: Some(crate::ports::events::meta(&Ctx::deployer())),
+            meta: Some(crate::ports::events::meta(&crate::caller::deployer())),
             job_id: job.id.clone(),
             group: job.group.clone(),
             environment: job.environment.clone(),

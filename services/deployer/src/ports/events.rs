@@ -2,10 +2,8 @@
 //! Publishing is best effort after the store write it follows: the store is the source of
 //! truth, and a lost event costs a watcher a poll interval, never a job.
 
-use std::time::Duration;
-
-use ramen_bus::{Bus, BusError, EventStreamSpec, PublishOptions};
-use ramen_proto::event::{EVENTS_FILTER, Event};
+use ramen_bus::{Bus, BusError, PublishOptions};
+use ramen_proto::event::Event;
 use ramen_proto::events::v1::EventMeta;
 
 use crate::caller::Ctx;
@@ -21,17 +19,9 @@ impl Events {
         Self { bus }
     }
 
-    /// The stream every service publishes on (same spec as the other services ensure).
+    /// The stream every service publishes on ([`ramen_service::ensure_event_stream`]).
     pub async fn ensure_stream(&self, nats: &ramen_config::NatsConfig) -> Result<(), BusError> {
-        let spec = EventStreamSpec {
-            name: nats.events_stream.clone(),
-            subjects: vec![EVENTS_FILTER.to_owned()],
-            max_age: nats.max_age,
-            max_payload: nats.max_payload,
-            duplicate_window: Duration::from_secs(120),
-            replicas: 1,
-        };
-        self.bus.ensure_event_stream(&spec).await
+        ramen_service::ensure_event_stream(&self.bus, nats).await
     }
 
     pub async fn publish<E: Event>(&self, event: &E) {

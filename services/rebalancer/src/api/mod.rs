@@ -6,7 +6,6 @@ mod paging;
 
 use std::sync::Arc;
 
-use ramen_proto::metadata;
 use ramen_proto::rebalancer::v1 as pb;
 use ramen_proto::rebalancer::v1::rebalancer_service_server::RebalancerService;
 use tonic::{Request, Response, Status};
@@ -29,21 +28,13 @@ impl RebalancerApi {
     }
 }
 
+/// The caller the request names; `unknown` in the audit log when it names none.
 fn caller<T>(request: &Request<T>) -> Caller {
-    let get = |key: &str| {
-        request
-            .metadata()
-            .get(key)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .trim()
-            .to_owned()
-    };
-    let actor = get(metadata::ACTOR);
-    Caller::new(
-        if actor.is_empty() { "unknown".to_owned() } else { actor },
-        get(metadata::REQUEST_ID),
-    )
+    let mut caller = Caller::from_metadata(request.metadata());
+    if caller.actor.is_empty() {
+        caller.actor = "unknown".to_owned();
+    }
+    caller
 }
 
 type Answer<T> = Result<Response<T>, Status>;

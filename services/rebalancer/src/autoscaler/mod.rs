@@ -16,7 +16,6 @@ use ramen_lifecycle::TaskCenter;
 pub use hysteresis::{Decision, Track};
 
 use crate::cells::Snapshot;
-use crate::model::Caller;
 use crate::ports::{AuditPort, AuditRecord, ZonePort};
 use crate::settings::Settings;
 
@@ -104,7 +103,7 @@ impl Autoscaler {
             (self.zones.clone(), self.audit.clone(), self.state.clone(), self.timeout);
         self.tasks.spawn(format!("autoscale:{group}/{zone}"), move |_stop| async move {
             tracing::info!(%group, %zone, from, to, %signal, "autoscaling stable workers");
-            let caller = Caller::scheduler();
+            let caller = crate::model::scheduler();
             let result = zones.scale_stable(&caller, &group, &zone, to, timeout).await;
             let key = (group.clone(), zone.clone());
             {

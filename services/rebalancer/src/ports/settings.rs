@@ -8,7 +8,6 @@ use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
 use tonic::transport::Channel;
 
 use super::{PortError, SchedulerSettings, SettingsPort, lazy_channel, request};
-use crate::model::Caller;
 
 pub struct GrpcSettings {
     client: DeployerServiceClient<Channel>,
@@ -29,7 +28,7 @@ impl SettingsPort for GrpcSettings {
         let answer = self
             .client
             .clone()
-            .get_settings(request(&Caller::scheduler(), GetSettingsRequest {}))
+            .get_settings(request(&crate::model::scheduler(), GetSettingsRequest {}))
             .await;
         let settings = answer.map_err(|s| PortError::from_status("deployer", s))?.into_inner();
         Ok(SchedulerSettings {

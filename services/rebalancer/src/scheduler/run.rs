@@ -12,7 +12,7 @@ use ramen_lifecycle::TaskCenter;
 use tokio_util::sync::CancellationToken;
 
 use super::{LAST_RUN_KEY, LastRun, Scheduler};
-use crate::model::{Caller, LoadState, Provider, now_ms};
+use crate::model::{LoadState, Provider, now_ms};
 use crate::ports::AuditRecord;
 
 const TICK: Duration = Duration::from_millis(500);
@@ -61,7 +61,7 @@ impl Scheduler {
     pub async fn run(&self) -> LastRun {
         let rebalancer = &self.rebalancer;
         let (snapshot, catalog) = (rebalancer.cells.snapshot(), rebalancer.catalog.get());
-        let caller = Caller::scheduler();
+        let caller = crate::model::scheduler();
         let mut balanced = HashSet::new();
         let (mut started, mut refused) = (0u32, Vec::new());
         for ((group, zone), cell) in &snapshot.cells {
@@ -105,7 +105,7 @@ impl Scheduler {
         if !refused.is_empty() {
             details.insert("refused".to_owned(), refused.join("; "));
         }
-        let caller = Caller::scheduler();
+        let caller = crate::model::scheduler();
         let entry = AuditRecord {
             id: format!("scheduled-run:{}:{}", run.leader, run.at_ms),
             actor: caller.actor,

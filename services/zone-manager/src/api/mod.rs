@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ramen_proto::common::v1::AuditOutcome;
-use ramen_proto::metadata;
 use tonic::{Request, Status};
 
 use crate::auth::AuditRecord;
@@ -74,16 +73,14 @@ impl ZoneApi {
     }
 }
 
-/// The caller named in the request metadata (set by the gateway or a calling service).
+/// The caller named in the request metadata (set by the gateway or a calling service);
+/// `unknown` in the audit log when it names none.
 pub fn caller<T>(request: &Request<T>) -> Caller {
-    let get = |key: &str| {
-        request.metadata().get(key).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
-    };
-    let actor = get(metadata::ACTOR);
-    Caller {
-        actor: if actor.is_empty() { "unknown".into() } else { actor },
-        request_id: get(metadata::REQUEST_ID),
+    let mut caller = Caller::from_metadata(request.metadata());
+    if caller.actor.is_empty() {
+        caller.actor = "unknown".to_owned();
     }
+    caller
 }
 
 fn zone_target(zone: &str) -> String {

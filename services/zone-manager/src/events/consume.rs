@@ -156,7 +156,8 @@ impl ZoneManager {
         let placements =
             self.db.placements.find(&Query::new().filter(group_zone("", &event.zone))).await?;
         for placement in placements.into_iter().map(|p| p.value).filter(|p| p.created_at_ms <= at) {
-            self.start_teardown(&Caller::system(), &placement.group, &event.zone).await?;
+            self.start_teardown(&crate::events::own_caller(), &placement.group, &event.zone)
+                .await?;
         }
         if self.db.zones.get(&event.zone).await?.is_none() {
             self.db.packages.delete_many(&group_zone("", &event.zone)).await?;
@@ -170,6 +171,6 @@ fn caller_of(meta: Option<&ev::EventMeta>) -> Caller {
         Some(meta) if !meta.actor.is_empty() => {
             Caller { actor: meta.actor.clone(), request_id: meta.request_id.clone() }
         }
-        _ => Caller::system(),
+        _ => crate::events::own_caller(),
     }
 }

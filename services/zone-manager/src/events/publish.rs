@@ -13,20 +13,13 @@ use crate::api::conversions::{
 use crate::model::{PlacementRecord, ZoneRecord, now_ms};
 use crate::provider::WorkerView;
 
-/// Who caused a change: a user (set by the gateway) or the zone-manager itself.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Caller {
-    pub actor: String,
-    pub request_id: String,
-}
+/// Who caused a change: a user (set by the gateway) or the zone-manager itself
+/// ([`own_caller`]).
+pub use ramen_service::Caller;
 
-impl Caller {
-    pub fn system() -> Self {
-        Self {
-            actor: ramen_proto::metadata::ACTOR_ZONE_MANAGER.to_owned(),
-            request_id: String::new(),
-        }
-    }
+/// The zone-manager acting on its own (sagas, status changes, live policy pushes).
+pub fn own_caller() -> Caller {
+    Caller::acting_as(ramen_proto::metadata::ACTOR_ZONE_MANAGER)
 }
 
 #[derive(Clone)]
@@ -79,7 +72,7 @@ impl Publisher {
 
     pub async fn worker(&self, group: &str, zone: &str, worker: &WorkerView) {
         let event = ev::WorkerChanged {
-            meta: Some(Self::meta(&Caller::system())),
+            meta: Some(Self::meta(&own_caller())),
             worker_id: worker.id.clone(),
             group: group.to_owned(),
             zone: zone.to_owned(),
@@ -98,7 +91,7 @@ impl Publisher {
     /// Published once the zone's record is gone; an error leaves the deletion to be retried.
     pub async fn zone_deleted(&self, zone: &ZoneRecord) -> Result<(), BusError> {
         let event = ev::ZoneDeleted {
-            meta: Some(Self::meta(&Caller::system())),
+            meta: Some(Self::meta(&own_caller())),
             zone: zone.name.clone(),
             provider: provider_to_proto(zone.provider) as i32,
         };

@@ -25,7 +25,7 @@ pub use zones::{GroupCount, ZoneSummary};
 
 use crate::auth::AuthPort;
 use crate::error::{Error, Result};
-use crate::events::{Caller, Publisher};
+use crate::events::Publisher;
 use crate::model::{PlacementPhase, PlacementRecord, ZoneRecord, now_ms, placement_id};
 use crate::provider::{Providers, ZoneProvider};
 use crate::store::Db;
@@ -165,7 +165,7 @@ impl ZoneManager {
                 Ok(())
             })
             .await?;
-        self.events.placement(&after, PlacementChange::Status, &Caller::system()).await;
+        self.events.placement(&after, PlacementChange::Status, &crate::events::own_caller()).await;
         Ok(after)
     }
 }

@@ -145,7 +145,8 @@ impl ZoneManager {
             }
             let keys = self.auth.key_hashes(group, &placement.environment, &placement.zone).await?;
             let live = LivePolicy { blocked: None, key_hashes: Some(keys) };
-            self.update_live_policy(&Caller::system(), group, &placement.zone, live).await?;
+            self.update_live_policy(&crate::events::own_caller(), group, &placement.zone, live)
+                .await?;
             pushed += 1;
         }
         Ok(pushed)

@@ -7,7 +7,6 @@ use ramen_proto::events::v1::PlacementChange;
 
 use super::{StepPhase, TeardownPhase, TeardownRecord};
 use crate::error::{Error, Result};
-use crate::events::Caller;
 use crate::manager::ZoneManager;
 use crate::model::now_ms;
 use crate::provider::{StepOutcome, TeardownAction};
@@ -142,7 +141,9 @@ impl ZoneManager {
         let packages = self.db.packages.delete(&id, None).await?;
         let placement = self.db.placements.delete(&id, None).await?;
         if let Some(last) = last {
-            self.events.placement(&last.value, PlacementChange::Deleted, &Caller::system()).await;
+            self.events
+                .placement(&last.value, PlacementChange::Deleted, &crate::events::own_caller())
+                .await;
         }
         Ok(StepOutcome::Done(format!(
             "deleted {} placement, {workers} worker and {} package record(s)",

@@ -8,7 +8,6 @@ use ramen_store::{Filter, Query};
 
 use super::TeardownPhase;
 use crate::error::Result;
-use crate::events::Caller;
 use crate::manager::ZoneManager;
 use crate::model::{PlacementPhase, now_ms};
 use crate::store::group_zone;
@@ -55,7 +54,12 @@ impl ZoneManager {
             let placements =
                 self.db.placements.find(&Query::new().filter(group_zone("", &zone.name))).await?;
             for placement in placements {
-                self.start_teardown(&Caller::system(), &placement.value.group, &zone.name).await?;
+                self.start_teardown(
+                    &crate::events::own_caller(),
+                    &placement.value.group,
+                    &zone.name,
+                )
+                .await?;
             }
             self.finish_zone_deletion(&zone.name).await?;
         }
