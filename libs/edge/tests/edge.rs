@@ -1,7 +1,7 @@
 //! The edge in front of real worker nodes (two "zones", each one node with the Python runtime).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,29 +11,13 @@ use ramen_edge::{
 };
 use ramen_runner::{BlobConfig, NodeConfig, PolicyConfig, SnapshotRef, Worker, hash_key, pack_dir};
 use ramen_telemetry::Metrics;
+use ramen_testkit::workers::{python, site_packages};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 const KEY: &str = "rk_edge_test";
-
-fn python_bin() -> PathBuf {
-    std::env::var_os("RAMEN_TEST_BIN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
-        })
-        .join("python")
-}
-
-fn site_packages() -> PathBuf {
-    let out = std::process::Command::new(python_bin())
-        .args(["-c", "import site; print(site.getsitepackages()[0])"])
-        .output()
-        .unwrap();
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
 
 async fn node(dir: &Path, zone: &str, ip_allow: &[&str]) -> Worker {
     let blob = LocalDirStore::open(dir.join("blobs")).unwrap();
@@ -50,7 +34,7 @@ async fn node(dir: &Path, zone: &str, ip_allow: &[&str]) -> Worker {
         admin: "127.0.0.1:0".parse().unwrap(),
         grpc: "127.0.0.1:0".parse().unwrap(),
         workdir: dir.join("work"),
-        python: python_bin(),
+        python: python(),
         site_packages: vec![site_packages()],
         blob: BlobConfig { dir: Some(dir.join("blobs")), s3: None },
         snapshot: Some(SnapshotRef { commit: "c1".into(), key, digest }),

@@ -56,14 +56,19 @@ impl Caller {
         if self.actor.is_empty() { "anonymous" } else { &self.actor }
     }
 
-    /// A request to another service that carries this caller on.
+    /// A request to another service that carries this caller on (an empty field is left
+    /// out, which the next service reads the same way).
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
-        if let Ok(actor) = self.actor.parse() {
-            request.metadata_mut().insert(metadata::ACTOR, actor);
-        }
-        if let Ok(id) = self.request_id.parse() {
-            request.metadata_mut().insert(metadata::REQUEST_ID, id);
+        for (key, value) in
+            [(metadata::ACTOR, &self.actor), (metadata::REQUEST_ID, &self.request_id)]
+        {
+            if value.is_empty() {
+                continue;
+            }
+            if let Ok(value) = value.parse::<tonic::metadata::AsciiMetadataValue>() {
+                request.metadata_mut().insert(key, value);
+            }
         }
         request
     }

@@ -10,6 +10,7 @@ mod moto;
 mod nats;
 mod process;
 mod redis;
+pub mod workers;
 
 pub use eventually::{eventually, patience};
 pub use moto::Moto;

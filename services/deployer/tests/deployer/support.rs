@@ -4,8 +4,7 @@
 //! own lifecycle so a test can drain, crash or add one. Nothing is a stand-in.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -21,6 +20,8 @@ use ramen_proto::metadata;
 use ramen_proto::zone::v1 as zpb;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_service::{Platform, Running};
+pub use ramen_testkit::workers::{pids_under, repo_root};
+use ramen_testkit::workers::{python, runner_binary, site_packages};
 use ramen_testkit::{Nats, eventually};
 use tempfile::TempDir;
 use tonic::transport::Channel;
@@ -29,40 +30,6 @@ pub const MINUTE: Duration = Duration::from_secs(60);
 /// How long a restarted track may take to become ready (a healthy one takes a few seconds).
 pub const ROLLOUT: Duration = Duration::from_secs(30);
 pub const SECRETS_KEY: [u8; 32] = [7; 32];
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn runner_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let binary = exe.parent().and_then(Path::parent).unwrap().join("ramen-runner");
-    assert!(
-        binary.is_file(),
-        "{} is missing: `cargo build -p ramen-runner` first (same CARGO_TARGET_DIR)",
-        binary.display()
-    );
-    binary
-}
-
-fn python() -> PathBuf {
-    let bin = std::env::var_os("RAMEN_TEST_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
-    });
-    bin.join("python")
-}
-
-fn site_packages() -> PathBuf {
-    static SITE: OnceLock<PathBuf> = OnceLock::new();
-    SITE.get_or_init(|| {
-        let out = Command::new(python())
-            .args(["-c", "import site; print(site.getsitepackages()[0])"])
-            .output()
-            .expect("the test virtualenv's python runs (scripts/test installs it)");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-    .clone()
-}
 
 fn config(data_dir: &Path, nats_url: &str) -> Config {
     let mut config = Config { data_dir: data_dir.to_owned(), ..Config::default() };
@@ -297,20 +264,6 @@ fn unreachable_client() -> ZoneServiceClient<Channel> {
     ZoneServiceClient::new(
         tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
     )
-}
-
-/// Processes whose command line mentions a path under `dir`.
-pub fn pids_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.display().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
-        .collect()
 }
 
 /// A request on behalf of `actor` (what the api-gateway sets after verifying a token).

@@ -1,8 +1,6 @@
 //! Real workers through the real zone-manager: the local provider runs `ramen-runner` with the
 //! test virtualenv's Python, serving `examples/hello-repo`.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use ramen_blob::{BlobStore, LocalDirStore};
@@ -12,43 +10,10 @@ use ramen_proto::zone::v1 as pb;
 use sha2::{Digest, Sha256};
 
 use crate::support::Harness;
+pub use ramen_testkit::workers::pids_under;
+use ramen_testkit::workers::{python, repo_root, runner_binary, site_packages};
 
 pub const KEY: &str = "rk_rebalancer_test_0123456789";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// `<target>/debug/ramen-runner`, next to the directory holding this test executable.
-fn runner_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let binary = exe.parent().and_then(Path::parent).unwrap().join("ramen-runner");
-    assert!(
-        binary.is_file(),
-        "{} is missing: `cargo build -p ramen-runner` first (same CARGO_TARGET_DIR)",
-        binary.display()
-    );
-    binary
-}
-
-fn python() -> PathBuf {
-    let bin = std::env::var_os("RAMEN_TEST_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
-    });
-    bin.join("python")
-}
-
-fn site_packages() -> PathBuf {
-    static SITE: OnceLock<PathBuf> = OnceLock::new();
-    SITE.get_or_init(|| {
-        let out = std::process::Command::new(python())
-            .args(["-c", "import site; print(site.getsitepackages()[0])"])
-            .output()
-            .expect("the test virtualenv's python runs (scripts/test installs it)");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-    .clone()
-}
 
 /// The zone-manager's local provider settings; real nodes report every 2 s, so liveness
 /// spans three of their intervals.
@@ -134,20 +99,6 @@ impl Harness {
         workers.sort_by(|a, b| a.id.cmp(&b.id));
         workers
     }
-}
-
-/// Processes whose command line mentions a path under `dir` (workers and their runtimes).
-pub fn pids_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.display().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
-        .collect()
 }
 
 impl Drop for Harness {

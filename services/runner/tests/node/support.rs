@@ -1,8 +1,8 @@
 //! Starts a real node (in-process) on a packed fixture repo, with the Python runtime from the
 //! test virtualenv (`scripts/install-test-servers`).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ramen_blob::{BlobStore, LocalDirStore};
@@ -10,36 +10,11 @@ use ramen_runner::node::Node;
 use ramen_runner::policy::Policy;
 use ramen_runner::{NodeConfig, PolicyConfig, SnapshotRef, Worker, hash_key, pack_dir};
 use ramen_telemetry::Metrics;
+pub use ramen_testkit::workers::{python, repo_root, site_packages};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 pub const KEY: &str = "rk_test_0123456789";
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// The test virtualenv's interpreter (has the pinned `mcp` SDK).
-pub fn python() -> PathBuf {
-    let bin = std::env::var_os("RAMEN_TEST_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
-    });
-    bin.join("python")
-}
-
-/// The test virtualenv's site-packages, made visible to each node's own virtualenv so
-/// `pip install -r requirements.txt` (mcp==2.3.0) is already satisfied offline.
-pub fn site_packages() -> PathBuf {
-    static SITE: OnceLock<PathBuf> = OnceLock::new();
-    SITE.get_or_init(|| {
-        let out = std::process::Command::new(python())
-            .args(["-c", "import site; print(site.getsitepackages()[0])"])
-            .output()
-            .expect("test venv python runs");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-    .clone()
-}
 
 pub struct TestNode {
     pub worker: Option<Worker>,

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -19,6 +19,7 @@ use ramen_proto::zone::v1 as pb;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_service::Platform;
 use ramen_testkit::Nats;
+pub use ramen_testkit::workers::{pids_under, python, repo_root, runner_binary, site_packages};
 use ramen_zone_manager::auth::{AuditRecord, AuthError, AuthPort};
 use ramen_zone_manager::manager::ZoneManager;
 use sha2::{Digest, Sha256};
@@ -56,41 +57,6 @@ pub fn key_hash(key: &str) -> common::KeyHash {
         sha256_hex: ramen_runner::hash_key(key),
         expires_at_unix_ms: 0,
     }
-}
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// `<target>/debug/ramen-runner`, next to the directory holding this test executable.
-pub fn runner_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let binary = exe.parent().and_then(Path::parent).unwrap().join("ramen-runner");
-    assert!(
-        binary.is_file(),
-        "{} is missing: build the worker binary first with `cargo build -p ramen-runner` (same CARGO_TARGET_DIR)",
-        binary.display()
-    );
-    binary
-}
-
-pub fn python() -> PathBuf {
-    let bin = std::env::var_os("RAMEN_TEST_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen/venv/bin")
-    });
-    bin.join("python")
-}
-
-pub fn site_packages() -> PathBuf {
-    static SITE: OnceLock<PathBuf> = OnceLock::new();
-    SITE.get_or_init(|| {
-        let out = std::process::Command::new(python())
-            .args(["-c", "import site; print(site.getsitepackages()[0])"])
-            .output()
-            .expect("the test virtualenv's python runs (scripts/test installs it)");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-    .clone()
 }
 
 pub fn config(data_dir: &Path, nats_url: &str) -> Config {
@@ -321,20 +287,6 @@ impl Drop for Harness {
             );
         }
     }
-}
-
-/// Processes whose command line mentions a path under `dir` (workers and their runtimes).
-pub fn pids_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.display().to_string();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
-        })
-        .collect()
 }
 
 pub fn details(records: &[AuditRecord]) -> BTreeMap<String, usize> {
