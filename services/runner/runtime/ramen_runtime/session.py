@@ -136,7 +136,7 @@ class CallSession:
         self._call = call
         # Validated on first use: a pydantic model per call would cost every tool call
         # ~18 us although few tools ever ask who the client is.
-        self._client_params: Any = _UNSET
+        self._client_params_cache: Any = _UNSET
 
     # ---- who the client is -------------------------------------------------
     def _validate(self, type_name: str, data: Any) -> Any:
@@ -149,10 +149,17 @@ class CallSession:
             return None
 
     @property
-    def client_params(self) -> Any:
-        if self._client_params is _UNSET:
+    def _client_params(self) -> Any:
+        # The SDK's own ServerSession methods borrowed below read this attribute directly.
+        if self._client_params_cache is _UNSET:
             client = self._call.client
-            self._client_params = self._validate("InitializeRequestParams", _init_params(client)) if client else None
+            self._client_params_cache = (
+                self._validate("InitializeRequestParams", _init_params(client)) if client else None
+            )
+        return self._client_params_cache
+
+    @property
+    def client_params(self) -> Any:
         return self._client_params
 
     @property
