@@ -8,6 +8,7 @@ mod grpc;
 pub mod paging;
 mod platform;
 mod process;
+pub mod validate;
 
 pub use caller::Caller;
 pub use grpc::serve_grpc;

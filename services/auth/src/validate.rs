@@ -8,23 +8,9 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> AuthError {
     AuthError::Invalid { field, reason: reason.into() }
 }
 
-/// Groups, environments and zones are DNS labels (they name Kubernetes namespaces).
+/// Groups, environments and zones are DNS labels ([`ramen_service::validate::dns_label`]).
 pub fn dns_label(field: &'static str, value: &str) -> Result<(), AuthError> {
-    let ok_chars = value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if value.is_empty()
-        || value.len() > 63
-        || !ok_chars
-        || value.starts_with('-')
-        || value.ends_with('-')
-    {
-        return Err(invalid(
-            field,
-            format!(
-                "`{value}` is not a DNS label (1-63 of a-z, 0-9, `-`, not starting or ending with `-`)"
-            ),
-        ));
-    }
-    Ok(())
+    ramen_service::validate::dns_label(value).map_err(|reason| invalid(field, reason))
 }
 
 pub fn group(value: &str) -> Result<(), AuthError> {

@@ -70,21 +70,10 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
-/// DNS-label check for group and zone names (the same rule every service applies).
+/// Group and zone names are DNS labels ([`ramen_service::validate::dns_label`]).
 pub fn check_label(field: &'static str, value: &str) -> Result<(), crate::error::Error> {
-    let ok = !value.is_empty()
-        && value.len() <= 63
-        && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(crate::error::Error::invalid(
-            field,
-            format!("`{value}` is not a DNS label (1-63 of a-z, 0-9, `-`, not at either end)"),
-        ))
-    }
+    ramen_service::validate::dns_label(value)
+        .map_err(|reason| crate::error::Error::invalid(field, reason))
 }
 
 #[cfg(test)]

@@ -13,26 +13,9 @@ pub const MAX_NAMESPACE_LEN: usize = 63;
 /// More rules than this is a list nobody can review; the edge and the node check each one.
 pub const MAX_IP_RULES: usize = 256;
 
-/// A DNS label (RFC 1123): 1–63 lowercase letters, digits and `-`, starting with a letter and
-/// not ending with `-`.
+/// A DNS label ([`ramen_service::validate::dns_label`]).
 pub fn dns_label(field: &'static str, value: &str) -> Result<()> {
-    let bad = |reason: &str| Err(Error::invalid(field, format!("{value:?} {reason}")));
-    if value.is_empty() {
-        return Err(Error::invalid(field, "is required"));
-    }
-    if value.len() > 63 {
-        return bad("is longer than 63 characters (a DNS label)");
-    }
-    if !value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
-        return bad("may only contain lowercase letters, digits and `-` (a DNS label)");
-    }
-    if !value.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return bad("must start with a lowercase letter");
-    }
-    if value.ends_with('-') {
-        return bad("must not end with `-`");
-    }
-    Ok(())
+    ramen_service::validate::dns_label(value).map_err(|reason| Error::invalid(field, reason))
 }
 
 /// `ramen-<group>-<zone>` must itself be a DNS label.
