@@ -46,6 +46,16 @@ impl Caller {
         Self { actor: get(metadata::ACTOR), request_id: get(metadata::REQUEST_ID) }
     }
 
+    /// [`Caller::from_metadata`], with `fallback` as the actor when the request names none
+    /// (the zone-manager and the rebalancer audit such calls as `unknown`).
+    pub fn from_metadata_or(metadata: &MetadataMap, fallback: &str) -> Self {
+        let mut caller = Self::from_metadata(metadata);
+        if caller.actor.is_empty() {
+            caller.actor = fallback.to_owned();
+        }
+        caller
+    }
+
     /// The service this caller is, when it is one of [`SERVICE_ACTORS`].
     pub fn service(&self) -> Option<&'static str> {
         SERVICE_ACTORS.iter().copied().find(|s| *s == self.actor)
@@ -85,6 +95,7 @@ mod tests {
         incoming.insert(metadata::REQUEST_ID, "req-7".parse().unwrap());
         let caller = Caller::from_metadata(&incoming);
         assert_eq!(caller, Caller::new("u-1", "req-7"));
+        assert_eq!(Caller::from_metadata_or(&incoming, "unknown"), caller);
         assert_eq!(caller.service(), None);
 
         let outgoing = caller.request(());
@@ -96,6 +107,7 @@ mod tests {
         let caller = Caller::from_metadata(&MetadataMap::new());
         assert_eq!(caller, Caller::default());
         assert_eq!(caller.audit_actor(), "anonymous");
+        assert_eq!(Caller::from_metadata_or(&MetadataMap::new(), "unknown").actor, "unknown");
         assert!(caller.request(()).metadata().get(metadata::REQUEST_ID).is_none());
     }
 

@@ -30,11 +30,7 @@ impl RebalancerApi {
 
 /// The caller the request names; `unknown` in the audit log when it names none.
 fn caller<T>(request: &Request<T>) -> Caller {
-    let mut caller = Caller::from_metadata(request.metadata());
-    if caller.actor.is_empty() {
-        caller.actor = "unknown".to_owned();
-    }
-    caller
+    Caller::from_metadata_or(request.metadata(), "unknown")
 }
 
 type Answer<T> = Result<Response<T>, Status>;

@@ -76,11 +76,7 @@ impl ZoneApi {
 /// The caller named in the request metadata (set by the gateway or a calling service);
 /// `unknown` in the audit log when it names none.
 pub fn caller<T>(request: &Request<T>) -> Caller {
-    let mut caller = Caller::from_metadata(request.metadata());
-    if caller.actor.is_empty() {
-        caller.actor = "unknown".to_owned();
-    }
-    caller
+    Caller::from_metadata_or(request.metadata(), "unknown")
 }
 
 fn zone_target(zone: &str) -> String {
