@@ -37,12 +37,14 @@ packages! {
 
 /// gRPC metadata keys used between ramen services.
 pub mod metadata {
-    /// Who is acting: a user id, set by the api-gateway after it verified the caller's access
-    /// token, or a service actor below when a service acts on its own. Services trust it because
-    /// their gRPC ports are reachable only from the control plane (NetworkPolicy).
-    pub const ACTOR: &str = "x-ramen-actor";
+    /// The caller's signed ticket (`ramen-access`): who is acting and what they hold, minted
+    /// by the api-gateway for a user it authenticated or by a service acting on its own, and
+    /// verified by every service before a handler runs.
+    pub const CALLER: &str = "x-ramen-caller";
     /// Request id of the originating API call, carried into audit entries and events.
     pub const REQUEST_ID: &str = "x-request-id";
+    /// Why a call failed, when a caller branches on it (see [`ErrorReason`]).
+    pub const REASON: &str = "x-ramen-reason";
     /// Actor of the rebalancer's auto-rebalance runs (audited as such).
     pub const ACTOR_SCHEDULER: &str = "scheduler";
     /// Actor of the deploy pipeline; the only one allowed to resolve secret values.
@@ -51,6 +53,40 @@ pub mod metadata {
     pub const ACTOR_ZONE_MANAGER: &str = "zone-manager";
     /// Actor of the MCP edge's routing lookups (environment zones, endpoints): reads only.
     pub const ACTOR_EDGE: &str = "edge";
+    /// Actor of the rebalancer's own reads (zones, placements, workers for its catalog).
+    pub const ACTOR_REBALANCER: &str = "rebalancer";
+
+    /// A failure a caller acts on differently from others of the same gRPC code, carried as
+    /// status metadata ([`REASON`]) instead of a prefix of the message.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ErrorReason {
+        /// The user holds a one-time password: only ChangePassword is allowed.
+        PasswordChangeRequired,
+    }
+
+    impl ErrorReason {
+        pub fn as_str(self) -> &'static str {
+            match self {
+                Self::PasswordChangeRequired => "password-change-required",
+            }
+        }
+
+        /// The reason a status carries, if it names one this build knows.
+        pub fn of(status: &tonic::Status) -> Option<Self> {
+            match status.metadata().get(REASON)?.to_str().ok()? {
+                "password-change-required" => Some(Self::PasswordChangeRequired),
+                _ => None,
+            }
+        }
+
+        /// `status` with this reason attached.
+        pub fn attach(self, mut status: tonic::Status) -> tonic::Status {
+            status
+                .metadata_mut()
+                .insert(REASON, tonic::metadata::AsciiMetadataValue::from_static(self.as_str()));
+            status
+        }
+    }
 }
 
 impl auth::v1::AuthorizeResponse {

@@ -76,6 +76,7 @@ fn node_config_and_reload_report_round_trip() {
         secrets: vec![zone::NodeSecret { name: "API".into(), value: "v".into() }],
         snapshot: Some(common::Snapshot { commit: "abc".into(), ..Default::default() }),
         verbose: true,
+        deploy_keys: Vec::new(),
     };
     assert_eq!(round_trip(&config).policy.unwrap().ip_allow.len(), 2);
 

@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 
 use ipnet::IpNet;
 use parking_lot::Mutex;
+use ramen_access::Caller;
+use ramen_clients::{DeployerClient, ZoneClient};
 use ramen_proto::deployer::v1::GetEnvironmentRequest;
-use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
 use ramen_proto::zone::v1::ListEndpointsRequest;
-use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
-use tonic::transport::Channel;
 
 #[derive(Clone, Debug, Default)]
 pub struct Route {
@@ -77,8 +76,8 @@ impl Directory for StaticDirectory {
 /// weights), caching each answer briefly so the request path rarely waits on the control
 /// plane.
 pub struct GrpcDirectory {
-    deployer: DeployerServiceClient<Channel>,
-    zones: ZoneServiceClient<Channel>,
+    deployer: Arc<dyn DeployerClient>,
+    zones: Arc<dyn ZoneClient>,
     ttl: Duration,
     cache: Mutex<HashMap<EnvironmentKey, (Instant, Arc<Route>)>>,
 }
@@ -86,39 +85,32 @@ pub struct GrpcDirectory {
 /// `(group, environment)`.
 type EnvironmentKey = (String, String);
 
-/// A control-plane request made by the edge on its own behalf: the services refuse calls that
-/// name no actor.
-fn as_edge<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        ramen_proto::metadata::ACTOR,
-        tonic::metadata::MetadataValue::from_static(ramen_proto::metadata::ACTOR_EDGE),
-    );
-    request
+/// The edge's lookups are made on its own behalf (the MCP client is not a ramen user).
+fn edge() -> Caller {
+    Caller::acting_as(ramen_proto::metadata::ACTOR_EDGE)
 }
 
 impl GrpcDirectory {
-    pub fn new(deployer: Channel, zones: Channel, ttl: Duration) -> Self {
-        Self {
-            deployer: DeployerServiceClient::new(deployer),
-            zones: ZoneServiceClient::new(zones),
-            ttl,
-            cache: Mutex::default(),
-        }
+    pub fn new(
+        deployer: Arc<dyn DeployerClient>,
+        zones: Arc<dyn ZoneClient>,
+        ttl: Duration,
+    ) -> Self {
+        Self { deployer, zones, ttl, cache: Mutex::default() }
     }
 
     async fn fetch(&self, group: &str, environment: &str) -> Result<Route, DirectoryError> {
         let request =
             GetEnvironmentRequest { group: group.to_owned(), name: environment.to_owned() };
-        let env = match self.deployer.clone().get_environment(as_edge(request)).await {
-            Ok(env) => env.into_inner(),
-            Err(status) if status.code() == tonic::Code::NotFound => {
+        let env = match self.deployer.get_environment(&edge(), request).await {
+            Ok(env) => env,
+            Err(error) if error.is_not_found() => {
                 return Err(DirectoryError::NotFound {
                     group: group.to_owned(),
                     environment: environment.to_owned(),
                 });
             }
-            Err(status) => return Err(DirectoryError::Unavailable(status.message().to_owned())),
+            Err(error) => return Err(DirectoryError::Unavailable(error.message)),
         };
         let request = ListEndpointsRequest {
             group: group.to_owned(),
@@ -128,11 +120,9 @@ impl GrpcDirectory {
         };
         let endpoints = self
             .zones
-            .clone()
-            .list_endpoints(as_edge(request))
+            .list_endpoints(&edge(), request)
             .await
-            .map_err(|status| DirectoryError::Unavailable(status.message().to_owned()))?
-            .into_inner();
+            .map_err(|error| DirectoryError::Unavailable(error.message))?;
         let zones = endpoints
             .zones
             .into_iter()

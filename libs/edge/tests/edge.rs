@@ -9,7 +9,9 @@ use ramen_blob::{BlobStore, LocalDirStore};
 use ramen_edge::{
     Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute, router,
 };
-use ramen_runner::{BlobConfig, NodeConfig, PolicyConfig, SnapshotRef, Worker, hash_key, pack_dir};
+use ramen_node_contract::archive::pack_dir;
+use ramen_node_contract::key_hash as hash_key;
+use ramen_runner::{BlobConfig, NodeConfig, PolicyConfig, SnapshotRef, Worker};
 use ramen_telemetry::Metrics;
 use ramen_testkit::workers::{python, site_packages};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};

@@ -1,26 +1,34 @@
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use ramen_access::{Caller, TICKET_HEADER, TicketKeys};
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
 
 /// Serves gRPC `routes` on `addr` until `stop`; returns the bound address and the task.
-/// Each request's span is parented to the caller's `traceparent` metadata.
+/// Every call must carry a caller ticket that verifies under `tickets` (UNAUTHENTICATED
+/// otherwise, before any handler runs); the verified [`Caller`] is in the request's extensions
+/// for the handler (`Caller::from_request`). Each request's span is parented to the caller's
+/// `traceparent` metadata.
 pub async fn serve_grpc(
     addr: SocketAddr,
     routes: Routes,
     stop: CancellationToken,
+    tickets: Arc<TicketKeys>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let verify = move |request: tonic::Request<()>| verify_caller(&tickets, request);
     let server = tonic::transport::Server::builder()
         .trace_fn(|request| {
             let span = tracing::info_span!("grpc", path = %request.uri().path());
             ramen_telemetry::extract_http(&span, request.headers());
             span
         })
+        .layer(tonic::service::InterceptorLayer::new(verify))
         .add_routes(routes)
         .serve_with_incoming_shutdown(incoming, stop.cancelled_owned());
     let handle = tokio::spawn(async move {
@@ -29,4 +37,19 @@ pub async fn serve_grpc(
         }
     });
     Ok((bound, handle))
+}
+
+fn verify_caller(
+    tickets: &TicketKeys,
+    mut request: tonic::Request<()>,
+) -> Result<tonic::Request<()>, tonic::Status> {
+    let ticket =
+        request.metadata().get(TICKET_HEADER).and_then(|v| v.to_str().ok()).ok_or_else(|| {
+            tonic::Status::unauthenticated(ramen_access::TicketError::Missing.to_string())
+        })?;
+    let caller: Caller = tickets
+        .verify(ticket, ramen_access::ticket::now_ms())
+        .map_err(|e| tonic::Status::unauthenticated(e.to_string()))?;
+    request.extensions_mut().insert(caller);
+    Ok(request)
 }

@@ -2,7 +2,6 @@
 //! ([`Platform`]), their readiness checks, the admin port (`/healthz`, `/readyz`,
 //! `/metrics`), gRPC serving with trace-context extraction, and typed event subjects.
 
-pub mod caller;
 mod checks;
 mod grpc;
 pub mod paging;
@@ -10,10 +9,11 @@ mod platform;
 mod process;
 pub mod validate;
 
-pub use caller::Caller;
 pub use grpc::serve_grpc;
-pub use platform::{Platform, PlatformError};
+pub use platform::{Platform, PlatformError, ticket_keys};
 pub use process::{Running, main};
+/// Who is calling (re-exported: every service names it from here or from `ramen-access`).
+pub use ramen_access::Caller;
 
 use ramen_bus::{Bus, BusError, EventStreamSpec, Schema, Subject};
 use ramen_config::NatsConfig;

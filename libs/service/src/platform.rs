@@ -1,6 +1,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use ramen_access::TicketKeys;
 use ramen_blob::BlobStore;
 use ramen_bus::Bus;
 use ramen_config::Config;
@@ -38,6 +39,9 @@ pub struct Platform {
     pub store: Arc<dyn DocumentStore>,
     pub blob: Arc<dyn BlobStore>,
     pub state: Arc<dyn SharedState>,
+    /// Signs the tickets of this process's calls to other services and verifies the tickets
+    /// of calls made to it (keys derived from `RAMEN_JWT_SECRET`).
+    pub tickets: Arc<TicketKeys>,
 }
 
 impl Platform {
@@ -67,6 +71,7 @@ impl Platform {
         health.add(StateCheck(state.clone()));
         health.add(BusCheck(bus.clone()));
         let tasks = TaskCenter::new(&shutdown.token());
+        let tickets = Arc::new(ticket_keys(&config));
         Ok(Self {
             config: Arc::new(config),
             metrics: Metrics::default(),
@@ -77,7 +82,17 @@ impl Platform {
             store,
             blob,
             state,
+            tickets,
         })
+    }
+
+    /// Serves gRPC `routes` on `addr` until shutdown, every call's caller ticket verified.
+    pub async fn serve_grpc(
+        &self,
+        addr: SocketAddr,
+        routes: tonic::service::Routes,
+    ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+        crate::serve_grpc(addr, routes, self.shutdown.token(), self.tickets.clone()).await
     }
 
     /// Serves `/healthz`, `/readyz` and `/metrics` on the configured admin address.
@@ -87,4 +102,12 @@ impl Platform {
         let router = admin_router(self.health.clone(), self.metrics.clone());
         Ok(serve_http(self.config.listen.admin, router, self.shutdown.token()).await?)
     }
+}
+
+/// The caller-ticket keys of a process with this configuration.
+pub fn ticket_keys(config: &Config) -> TicketKeys {
+    TicketKeys::from_secrets(
+        config.auth.jwt_secret.expose(),
+        config.auth.jwt_previous_secret.expose(),
+    )
 }

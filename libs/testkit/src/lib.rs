@@ -1,5 +1,6 @@
-//! Real servers for tests. Each server starts on a free loopback port in its own temp dir and
-//! is killed when its handle drops, so tests run in parallel. Handles can kill, restart (same
+//! Real servers for tests. Each server starts on a leased loopback port (`ports.rs`: no two
+//! tests, and no ephemeral socket, can get the same one) in its own temp dir and is killed
+//! when its handle drops, so tests run in parallel. Handles can kill, restart (same
 //! port, same data dir) and pause a server, for fault tests.
 //!
 //! Binaries are looked up on `PATH`, then in `$RAMEN_TEST_BIN_DIR`, then in
@@ -8,6 +9,7 @@
 mod eventually;
 mod moto;
 mod nats;
+mod ports;
 mod process;
 mod redis;
 pub mod workers;
@@ -15,5 +17,6 @@ pub mod workers;
 pub use eventually::{eventually, patience};
 pub use moto::Moto;
 pub use nats::Nats;
-pub use process::{ServerProcess, find_binary, free_port};
+pub use ports::{PortLease, free_port, lease_port};
+pub use process::{ServerProcess, find_binary};
 pub use redis::Redis;

@@ -2,7 +2,8 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::process::{ServerProcess, find_binary, free_port, http_status};
+use crate::ports::{PortLease, lease_port};
+use crate::process::{START_ATTEMPTS, ServerProcess, find_binary, http_status, port_taken};
 
 /// `moto_server`: an AWS API stand-in serving S3, ELBv2, WAFv2, IAM and EC2 on one port.
 /// Credentials are ignored; use any access key and region `us-east-1`. State lives in the
@@ -10,17 +11,30 @@ use crate::process::{ServerProcess, find_binary, free_port, http_status};
 pub struct Moto {
     pub port: u16,
     server: ServerProcess,
+    /// Held for the server's life, restarts included: the port stays its own.
+    _lease: PortLease,
     _dir: TempDir,
 }
 
 impl Moto {
     pub async fn start() -> anyhow::Result<Self> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once().await {
+                Err(err) if attempt < START_ATTEMPTS && port_taken(&err) => attempt += 1,
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once() -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let port = free_port();
+        let lease = lease_port();
+        let port = lease.port();
         let args = vec!["-H".into(), "127.0.0.1".into(), "-p".into(), port.to_string()];
         let server =
             ServerProcess::spawn("moto_server", find_binary("moto_server")?, args, dir.path())?;
-        let mut moto = Self { port, server, _dir: dir };
+        let mut moto = Self { port, server, _lease: lease, _dir: dir };
         moto.wait_ready().await?;
         Ok(moto)
     }

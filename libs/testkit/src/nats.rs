@@ -3,21 +3,34 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::process::{ServerProcess, find_binary, free_port, http_status};
+use crate::ports::{PortLease, lease_port};
+use crate::process::{START_ATTEMPTS, ServerProcess, find_binary, http_status, port_taken};
 
 /// `nats-server -js` with its JetStream store in a temp dir.
 pub struct Nats {
     pub port: u16,
     pub monitor_port: u16,
     server: ServerProcess,
+    /// Held for the server's life, restarts included: the port stays its own.
+    _leases: [PortLease; 2],
     _dir: TempDir,
 }
 
 impl Nats {
     pub async fn start() -> anyhow::Result<Self> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once().await {
+                Err(err) if attempt < START_ATTEMPTS && port_taken(&err) => attempt += 1,
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once() -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let port = free_port();
-        let monitor_port = free_port();
+        let leases = [lease_port(), lease_port()];
+        let (port, monitor_port) = (leases[0].port(), leases[1].port());
         let store = dir.path().join("js");
         let args = vec![
             "-js".into(),
@@ -32,7 +45,7 @@ impl Nats {
         ];
         let server =
             ServerProcess::spawn("nats-server", find_binary("nats-server")?, args, dir.path())?;
-        let mut nats = Self { port, monitor_port, server, _dir: dir };
+        let mut nats = Self { port, monitor_port, server, _leases: leases, _dir: dir };
         nats.wait_ready().await?;
         Ok(nats)
     }

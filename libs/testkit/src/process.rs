@@ -1,4 +1,3 @@
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -7,11 +6,6 @@ use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::process::{Child, Command};
-
-/// A free TCP port on 127.0.0.1 (bound and released; the tiny reuse race is acceptable in tests).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("bind")
-}
 
 /// Finds a server binary on `PATH`, in `$RAMEN_TEST_BIN_DIR`, or in `~/.cache/ramen/venv/bin`.
 pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
@@ -26,6 +20,16 @@ pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
     dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file()).with_context(|| {
         format!("`{name}` not found on PATH, $RAMEN_TEST_BIN_DIR or ~/.cache/ramen/venv/bin; run scripts/test once to install the test servers")
     })
+}
+
+/// How many times a server is started on fresh ports when the ones it got were taken by a
+/// program outside the tests (leases rule out collisions between tests).
+pub(crate) const START_ATTEMPTS: u32 = 5;
+
+/// True when a start failed because the port was taken, so another port is worth a try.
+pub(crate) fn port_taken(error: &anyhow::Error) -> bool {
+    let text = format!("{error:#}").to_ascii_lowercase();
+    text.contains("address already in use") || text.contains("address in use")
 }
 
 /// A server child process with its command line kept, so it can be killed and started again

@@ -2,7 +2,8 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use crate::process::{ServerProcess, find_binary, free_port, tcp_open};
+use crate::ports::{PortLease, lease_port};
+use crate::process::{START_ATTEMPTS, ServerProcess, find_binary, port_taken, tcp_open};
 
 /// `redis-server` with persistence off, in a temp dir; or a Sentinel in front of one
 /// ([`start_sentinel`](Self::start_sentinel)), which is the same binary in another mode.
@@ -10,6 +11,8 @@ pub struct Redis {
     pub port: u16,
     password: Option<String>,
     server: ServerProcess,
+    /// Held for the server's life, restarts included: the port stays its own.
+    _lease: PortLease,
     _dir: TempDir,
 }
 
@@ -24,15 +27,20 @@ impl Redis {
     }
 
     async fn start_server(password: Option<&str>) -> anyhow::Result<Self> {
+        retry_on_taken_port(|| Self::start_server_once(password)).await
+    }
+
+    async fn start_server_once(password: Option<&str>) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let port = free_port();
+        let lease = lease_port();
+        let port = lease.port();
         let mut args: Vec<String> = vec!["--port".into(), port.to_string()];
         args.extend(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"].map(String::from));
         args.extend(["--dir".into(), dir.path().display().to_string()]);
         if let Some(password) = password {
             args.extend(["--requirepass".into(), password.to_owned()]);
         }
-        Self::spawn(dir, port, password, args).await
+        Self::spawn(dir, lease, password, args).await
     }
 
     /// A single Sentinel monitoring `master` under `master_name` (quorum 1). When `password`
@@ -43,8 +51,17 @@ impl Redis {
         master_name: &str,
         password: Option<&str>,
     ) -> anyhow::Result<Self> {
+        retry_on_taken_port(|| Self::start_sentinel_once(master, master_name, password)).await
+    }
+
+    async fn start_sentinel_once(
+        master: &Redis,
+        master_name: &str,
+        password: Option<&str>,
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let port = free_port();
+        let lease = lease_port();
+        let port = lease.port();
         let mut conf = format!(
             "port {port}\nbind 127.0.0.1\ndir \"{}\"\nsentinel monitor {master_name} 127.0.0.1 {} 1\n",
             dir.path().display(),
@@ -60,18 +77,20 @@ impl Redis {
         let conf_path = dir.path().join("sentinel.conf");
         std::fs::write(&conf_path, conf)?;
         let args = vec![conf_path.display().to_string(), "--sentinel".into()];
-        Self::spawn(dir, port, password, args).await
+        Self::spawn(dir, lease, password, args).await
     }
 
     async fn spawn(
         dir: TempDir,
-        port: u16,
+        lease: PortLease,
         password: Option<&str>,
         args: Vec<String>,
     ) -> anyhow::Result<Self> {
         let binary = find_binary("redis-server")?;
         let server = ServerProcess::spawn("redis-server", binary, args, dir.path())?;
-        let mut redis = Self { port, password: password.map(str::to_owned), server, _dir: dir };
+        let port = lease.port();
+        let password = password.map(str::to_owned);
+        let mut redis = Self { port, password, server, _lease: lease, _dir: dir };
         redis.wait_ready().await?;
         Ok(redis)
     }
@@ -114,5 +133,21 @@ impl Redis {
 
     pub fn process(&self) -> &ServerProcess {
         &self.server
+    }
+}
+
+/// Starts again on a fresh port while the one leased turns out to be taken by a program
+/// outside the tests.
+async fn retry_on_taken_port<F, Fut>(mut start: F) -> anyhow::Result<Redis>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Redis>>,
+{
+    let mut attempt = 1;
+    loop {
+        match start().await {
+            Err(err) if attempt < START_ATTEMPTS && port_taken(&err) => attempt += 1,
+            result => return result,
+        }
     }
 }

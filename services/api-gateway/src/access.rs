@@ -2,18 +2,22 @@
 //! the handler runs — before the body is even parsed, so a caller who may not see a group
 //! learns nothing from validation errors either.
 //!
-//! Group and admin checks ask auth's `Authorize` on every request rather than trusting roles
-//! copied into the token: a removed member or a demoted admin loses access at once, not when
-//! their token expires, and auth also knows which groups exist (404 for a group nobody
-//! registered). The signature and expiry are checked locally (`caller.rs`), so anonymous and
-//! forged requests never reach auth.
+//! Every authenticated request asks auth's `Authorize` once rather than trusting roles copied
+//! into the token: a removed member or a demoted admin loses access at once, not when their
+//! token expires, and auth also knows which groups exist (404 for a group nobody registered).
+//! The answer carries the user's grants, which go on as the caller of every gRPC call the
+//! handler makes (a signed ticket, `ramen-access`): the service that serves it applies the
+//! same rule to the same grants without asking auth again. The signature and expiry of the
+//! access token are checked locally (`caller.rs`), so anonymous and forged requests never reach
+//! auth.
 
 use axum::extract::{RawPathParams, Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use ramen_proto::auth::v1::{Action, AuthorizeRequest, Decision};
+use ramen_clients::grants;
+use ramen_proto::auth::v1::{Action, AuthorizeRequest, Decision, GetGrantsRequest};
 
-use crate::caller::{Caller, authenticate};
+use crate::caller::{SignedIn, authenticate};
 use crate::clients::CallCtx;
 use crate::error::ApiError;
 use crate::request_id::RequestId;
@@ -96,12 +100,15 @@ async fn check(gateway: &Gateway, policy: Policy, request: Request) -> Result<Re
     if caller.must_change_password && !policy.pending_ok {
         return Err(ApiError::password_change_required());
     }
-    if let Some((action, scoped)) = policy.access.action() {
-        let group = if scoped { group_of(&mut parts).await? } else { String::new() };
-        let request_id =
-            parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
-        authorize(gateway, &caller, &group, action, request_id).await?;
-    }
+    let request_id = parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
+    let call = match policy.access.action() {
+        Some((action, scoped)) => {
+            let group = if scoped { group_of(&mut parts).await? } else { String::new() };
+            authorize(gateway, &caller, &group, action, request_id).await?
+        }
+        None => signed_in(gateway, &caller, request_id).await?,
+    };
+    parts.extensions.insert(call);
     parts.extensions.insert(caller);
     Ok(Request::from_parts(parts, body))
 }
@@ -115,14 +122,29 @@ async fn group_of(parts: &mut axum::http::request::Parts) -> Result<String, ApiE
     group.ok_or_else(|| ApiError::internal("a group-scoped route without a {group} parameter"))
 }
 
+/// Routes open to every signed-in user: what they hold, for the services to decide on.
+async fn signed_in(
+    gateway: &Gateway,
+    caller: &SignedIn,
+    request_id: String,
+) -> Result<CallCtx, ApiError> {
+    let call = CallCtx::new(caller.user_id.clone(), request_id.clone());
+    let question = GetGrantsRequest { user_id: caller.user_id.clone() };
+    let answer =
+        gateway.clients().auth.clone().get_grants(call.request(question)).await?.into_inner();
+    Ok(CallCtx::user(caller.user_id.clone(), request_id, grants(&answer)))
+}
+
+/// Asks auth whether the user may do `action` on `group`, and answers the caller the
+/// handler's gRPC calls are made as.
 async fn authorize(
     gateway: &Gateway,
-    caller: &Caller,
+    caller: &SignedIn,
     group: &str,
     action: Action,
     request_id: String,
-) -> Result<(), ApiError> {
-    let call = CallCtx { actor: caller.user_id.clone(), request_id };
+) -> Result<CallCtx, ApiError> {
+    let call = CallCtx::new(caller.user_id.clone(), request_id.clone());
     let question = AuthorizeRequest {
         user_id: caller.user_id.clone(),
         group: group.to_owned(),
@@ -131,7 +153,7 @@ async fn authorize(
     let answer =
         gateway.clients().auth.clone().authorize(call.request(question)).await?.into_inner();
     match answer.decision() {
-        Decision::Allow => Ok(()),
+        Decision::Allow => Ok(CallCtx::user(caller.user_id.clone(), request_id, grants(&answer))),
         // Same words as for a group that does not exist: nothing is revealed.
         Decision::NotFound => Err(ApiError::not_found(format!("group `{group}` not found"))),
         _ => Err(ApiError::forbidden(match action {

@@ -35,7 +35,7 @@ pub enum Via {
 
 /// A caller whose access token verified.
 #[derive(Clone, Debug)]
-pub struct Caller {
+pub struct SignedIn {
     pub user_id: String,
     pub email: String,
     pub must_change_password: bool,
@@ -121,14 +121,14 @@ pub fn authenticate(
     gateway: &Gateway,
     parts: &Parts,
     streaming: bool,
-) -> Result<Option<Caller>, ApiError> {
+) -> Result<Option<SignedIn>, ApiError> {
     let Some((token, via)) = presented_token(parts, streaming)? else { return Ok(None) };
     let claims = gateway
         .tokens()
         .verify(&token, now_s())
         .map_err(|e| ApiError::unauthenticated(e.to_string()))?;
     check_csrf(parts, via)?;
-    Ok(Some(Caller {
+    Ok(Some(SignedIn {
         user_id: claims.sub,
         email: claims.email,
         must_change_password: claims.mcp,
@@ -140,9 +140,10 @@ fn request_id(parts: &Parts) -> String {
     parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default()
 }
 
-/// An authenticated handler's caller and the context of its gRPC calls.
+/// An authenticated handler's user and the caller its gRPC calls are made as (the user with
+/// the grants auth answered when the access layer authorized the request).
 pub struct Authed {
-    pub caller: Caller,
+    pub caller: SignedIn,
     pub call: CallCtx,
 }
 
@@ -153,10 +154,14 @@ impl<S: Send + Sync> FromRequestParts<S> for Authed {
         // Put there by the access layer, which every non-public route has.
         let caller = parts
             .extensions
-            .get::<Caller>()
+            .get::<SignedIn>()
             .cloned()
             .ok_or_else(|| ApiError::unauthenticated("sign in first"))?;
-        let call = CallCtx { actor: caller.user_id.clone(), request_id: request_id(parts) };
+        let call = parts
+            .extensions
+            .get::<CallCtx>()
+            .cloned()
+            .unwrap_or_else(|| CallCtx::new(caller.user_id.clone(), request_id(parts)));
         Ok(Self { caller, call })
     }
 }
@@ -175,7 +180,7 @@ impl FromRequestParts<Gateway> for Anonymous {
         gateway: &Gateway,
     ) -> Result<Self, Self::Rejection> {
         let addr = crate::client_addr::from_parts(parts, gateway);
-        Ok(Self { call: CallCtx { actor: String::new(), request_id: request_id(parts) }, addr })
+        Ok(Self { call: CallCtx::new(String::new(), request_id(parts)), addr })
     }
 }
 

@@ -1,70 +1,63 @@
 //! gRPC clients to the services, connected lazily (the gateway starts before or without them;
-//! a call to a service that is down answers 503), and the metadata every call carries: the
-//! acting user (`x-ramen-actor`), the request id and the W3C `traceparent`.
+//! a call to a service that is down answers 503) over `ramen-clients`' signed channel: every
+//! call carries the caller's ticket (the user this gateway authenticated, with the grants auth
+//! answered for the request), the request id and the W3C `traceparent`.
 
-use std::time::Duration;
+use std::sync::Arc;
 
+use ramen_access::TicketKeys;
+use ramen_clients::{Signed, connect_lazy};
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
 use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
-use ramen_proto::metadata;
 use ramen_proto::rebalancer::v1::rebalancer_service_client::RebalancerServiceClient;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
-use tonic::metadata::MetadataValue;
-use tonic::transport::{Channel, Endpoint};
 
 use crate::settings::Settings;
 
+/// Who a gRPC call is made for: the signed-in user with their grants, or anonymous on public
+/// routes (login). One type for every service.
+pub use ramen_access::Caller as CallCtx;
+
 #[derive(Clone)]
 pub struct Clients {
-    pub auth: AuthServiceClient<Channel>,
-    pub deployer: DeployerServiceClient<Channel>,
-    pub zone: ZoneServiceClient<Channel>,
-    pub rebalancer: RebalancerServiceClient<Channel>,
+    pub auth: AuthServiceClient<Signed>,
+    pub deployer: DeployerServiceClient<Signed>,
+    pub zone: ZoneServiceClient<Signed>,
+    pub rebalancer: RebalancerServiceClient<Signed>,
+    pub channels: Channels,
 }
 
-/// A lazily connected channel: calls made while the service is down answer UNAVAILABLE.
-pub fn channel(url: &str, timeout: Duration) -> Result<Channel, String> {
-    let endpoint =
-        Endpoint::from_shared(url.to_owned()).map_err(|e| format!("endpoint `{url}`: {e}"))?;
-    Ok(endpoint.connect_timeout(Duration::from_secs(2)).timeout(timeout).connect_lazy())
+/// The raw signed channels (the MCP edge builds its own clients on them).
+#[derive(Clone)]
+pub struct Channels {
+    pub deployer: Signed,
+    pub zone: Signed,
+}
+
+/// A lazily connected, signed channel: calls made while the service is down answer UNAVAILABLE.
+pub fn channel(
+    url: &str,
+    timeout: std::time::Duration,
+    keys: Arc<TicketKeys>,
+) -> Result<Signed, String> {
+    connect_lazy(url, Some(timeout), keys).map_err(|e| e.message)
 }
 
 impl Clients {
-    pub fn connect_lazy(settings: &Settings) -> Result<Self, String> {
+    pub fn connect_lazy(settings: &Settings, keys: Arc<TicketKeys>) -> Result<Self, String> {
         let t = settings.grpc_timeout;
+        let deployer = channel(&settings.deployer_endpoint, t, keys.clone())?;
+        let zone = channel(&settings.zone_manager_endpoint, t, keys.clone())?;
         Ok(Self {
-            auth: AuthServiceClient::new(channel(&settings.auth_endpoint, t)?),
-            deployer: DeployerServiceClient::new(channel(&settings.deployer_endpoint, t)?),
-            zone: ZoneServiceClient::new(channel(&settings.zone_manager_endpoint, t)?),
-            rebalancer: RebalancerServiceClient::new(channel(&settings.rebalancer_endpoint, t)?),
+            auth: AuthServiceClient::new(channel(&settings.auth_endpoint, t, keys.clone())?),
+            deployer: DeployerServiceClient::new(deployer.clone()),
+            zone: ZoneServiceClient::new(zone.clone()),
+            rebalancer: RebalancerServiceClient::new(channel(
+                &settings.rebalancer_endpoint,
+                t,
+                keys,
+            )?),
+            channels: Channels { deployer, zone },
         })
-    }
-}
-
-/// Who a gRPC call is made for. `actor` is empty on public routes (login).
-#[derive(Clone, Debug, Default)]
-pub struct CallCtx {
-    pub actor: String,
-    pub request_id: String,
-}
-
-impl CallCtx {
-    /// `message` as a request carrying this context's metadata.
-    pub fn request<T>(&self, message: T) -> tonic::Request<T> {
-        let mut request = tonic::Request::new(message);
-        let metadata = request.metadata_mut();
-        let mut put = |key: &'static str, value: &str| {
-            if let Ok(value) = MetadataValue::try_from(value)
-                && !value.is_empty()
-            {
-                metadata.insert(key, value);
-            }
-        };
-        put(metadata::ACTOR, &self.actor);
-        put(metadata::REQUEST_ID, &self.request_id);
-        if let Some(traceparent) = ramen_telemetry::current_traceparent() {
-            put("traceparent", &traceparent);
-        }
-        request
     }
 }

@@ -114,8 +114,8 @@ impl From<tonic::Status> for ApiError {
             Code::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             Code::AlreadyExists => (StatusCode::CONFLICT, "already_exists"),
             Code::Aborted => (StatusCode::CONFLICT, "conflict"),
-            Code::FailedPrecondition
-                if message.starts_with(ramen_auth::PASSWORD_CHANGE_REQUIRED) =>
+            _ if ramen_proto::metadata::ErrorReason::of(&status)
+                == Some(ramen_proto::metadata::ErrorReason::PasswordChangeRequired) =>
             {
                 return Self::password_change_required();
             }
@@ -152,7 +152,8 @@ mod tests {
             (tonic::Status::not_found("group `a` not found"), 404, "not_found"),
             (tonic::Status::aborted("stale"), 409, "conflict"),
             (
-                tonic::Status::failed_precondition("password_change_required: set it"),
+                ramen_proto::metadata::ErrorReason::PasswordChangeRequired
+                    .attach(tonic::Status::failed_precondition("set it")),
                 403,
                 "password_change_required",
             ),

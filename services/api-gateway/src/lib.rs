@@ -55,8 +55,10 @@ pub async fn start(platform: Platform) -> Result<Running, StartError> {
 
 /// [`start`] with explicit settings (tests: small rate-limit buckets, endpoints of test servers).
 pub async fn start_with(platform: Platform, settings: Settings) -> Result<Running, StartError> {
-    let edge = mcp_edge::edge(&settings, &platform.config.auth).map_err(StartError::Config)?;
-    let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone())
+    let tickets = platform.tickets.clone();
+    let edge = mcp_edge::edge(&settings, &platform.config.auth, tickets.clone())
+        .map_err(StartError::Config)?;
+    let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone(), tickets)
         .map_err(StartError::Config)?;
     let app = router(gateway, edge, &platform);
     let (addr, handle) =

@@ -23,12 +23,18 @@ pub const ROUTE_TTL: Duration = Duration::from_secs(2);
 /// Bound on one routing lookup: a client's request waits on it.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub fn edge(settings: &Settings, auth: &ramen_config::AuthConfig) -> Result<Arc<Edge>, String> {
+pub fn edge(
+    settings: &Settings,
+    auth: &ramen_config::AuthConfig,
+    tickets: Arc<ramen_access::TicketKeys>,
+) -> Result<Arc<Edge>, String> {
     let key = ramen_config::decode_secrets_key(&auth.secrets_key).map_err(|e| e.to_string())?;
     let sealer = SessionSealer::from_secret(&key);
+    let deployer = channel(&settings.deployer_endpoint, LOOKUP_TIMEOUT, tickets.clone())?;
+    let zones = channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets)?;
     let directory = GrpcDirectory::new(
-        channel(&settings.deployer_endpoint, LOOKUP_TIMEOUT)?,
-        channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT)?,
+        Arc::new(ramen_clients::GrpcDeployer::new(deployer)),
+        Arc::new(ramen_clients::GrpcZones::new(zones)),
         ROUTE_TTL,
     );
     let edge_settings =

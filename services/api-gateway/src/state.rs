@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use ramen_auth::token::TokenKeys;
+use ramen_crypto::token::TokenKeys;
 use ramen_state::SharedState;
 
 use crate::clients::Clients;
@@ -26,8 +26,9 @@ impl Gateway {
         settings: Settings,
         auth: &ramen_config::AuthConfig,
         state: Arc<dyn SharedState>,
+        tickets: Arc<ramen_access::TicketKeys>,
     ) -> Result<Self, String> {
-        let clients = Clients::connect_lazy(&settings)?;
+        let clients = Clients::connect_lazy(&settings, tickets)?;
         let limiter = RateLimiter::new(state, settings.limits, settings.limit_timeout);
         let tokens = TokenKeys::from_config(auth);
         Ok(Self(Arc::new(Inner { settings, tokens, clients, limiter, openapi: OnceLock::new() })))

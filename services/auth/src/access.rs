@@ -1,104 +1,49 @@
-//! Who may do what. One pure rule ([`decide`]) answers `Authorize` for the other services and
-//! guards every auth RPC ([`Auth::require`]):
-//! - super admin: everything;
-//! - group admin: the admin actions of their own groups (environments, deploys, zone actions,
-//!   keys, secrets, members, service-account rules);
-//! - member: read their groups;
-//! - anyone else: nothing about a group, not even whether it exists (NOT_FOUND, not DENY);
-//! - a group that was never registered is NOT_FOUND for everyone;
-//! - a user holding a one-time password may do nothing until it is changed.
+//! Auth's own RPCs, guarded by the one rule every service applies (`ramen_access::decide`).
+//! Auth holds the memberships, so it reads the caller's standing from its store rather than
+//! from the ticket (the ticket's grants were read from that same store for this request).
 
+use ramen_access::rule::describe;
+use ramen_access::{Caller, Standing, decide, need};
 use ramen_proto::auth::v1::{Action, Decision};
 use ramen_store::Versioned;
 
 use crate::Auth;
-use crate::context::Ctx;
 use crate::error::AuthError;
-use crate::model::{Role, UserRecord, membership_id};
+use crate::model::{UserRecord, membership_id};
 
-/// The least a caller must be for an action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Need {
-    Member,
-    Admin,
-    SuperAdmin,
-}
-
-/// The role an action needs, and whether it is about one group.
-pub fn need(action: Action) -> Option<(Need, bool)> {
-    use Action::*;
-    Some(match action {
-        Unspecified => return None,
-        ReadGroup => (Need::Member, true),
-        ManageEnvironments | Deploy | ZoneActions | ManageKeys | ManageSecrets | ManageMembers
-        | ManageServiceAccount => (Need::Admin, true),
-        ManageGroup | SetSize => (Need::SuperAdmin, true),
-        CreateGroup | ManageZones | Admin => (Need::SuperAdmin, false),
-    })
-}
-
-/// What a user holds, as far as the rule cares.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Standing {
-    pub super_admin: bool,
-    pub must_change_password: bool,
-    pub group_exists: bool,
-    pub role: Option<Role>,
-}
-
-pub fn decide(standing: Standing, action: Action) -> Decision {
-    let Some((need, scoped)) = need(action) else { return Decision::Deny };
-    if scoped && !standing.group_exists {
-        return Decision::NotFound;
-    }
-    if standing.super_admin {
-        return if standing.must_change_password { Decision::Deny } else { Decision::Allow };
-    }
-    if !scoped {
-        return Decision::Deny;
-    }
-    let Some(role) = standing.role else { return Decision::NotFound };
-    let allowed = match need {
-        Need::Member => true,
-        Need::Admin => role == Role::Admin,
-        Need::SuperAdmin => false,
-    };
-    if allowed && !standing.must_change_password { Decision::Allow } else { Decision::Deny }
-}
-
-/// The resolved caller of an RPC.
-pub enum Caller {
+/// The caller of an RPC, resolved against auth's store.
+pub enum Principal {
     Service(&'static str),
     User(Versioned<UserRecord>),
 }
 
-impl Caller {
+impl Principal {
     pub fn id(&self) -> &str {
         match self {
-            Caller::Service(name) => name,
-            Caller::User(user) => &user.id,
+            Principal::Service(name) => name,
+            Principal::User(user) => &user.id,
         }
     }
 
     pub fn is_super_admin(&self) -> bool {
         match self {
-            Caller::Service(_) => true,
-            Caller::User(user) => user.value.super_admin && !user.value.must_change_password,
+            Principal::Service(_) => true,
+            Principal::User(user) => user.value.super_admin && !user.value.must_change_password,
         }
     }
 }
 
 impl Auth {
     /// The caller named by the request's metadata; UNAUTHENTICATED when it names nobody.
-    pub(crate) async fn caller(&self, ctx: &Ctx) -> Result<Caller, AuthError> {
-        if let Some(service) = ctx.service() {
-            return Ok(Caller::Service(service));
+    pub(crate) async fn principal(&self, caller: &Caller) -> Result<Principal, AuthError> {
+        if let Some(service) = caller.service() {
+            return Ok(Principal::Service(service));
         }
-        if ctx.actor.is_empty() {
-            return Err(AuthError::Unauthenticated("no caller identity (x-ramen-actor)".into()));
+        if caller.actor.is_empty() {
+            return Err(AuthError::Unauthenticated("no caller identity (x-ramen-caller)".into()));
         }
-        match self.db.users.get(&ctx.actor).await? {
-            Some(user) => Ok(Caller::User(user)),
+        match self.db.users.get(&caller.actor).await? {
+            Some(user) => Ok(Principal::User(user)),
             None => Err(AuthError::Unauthenticated("the calling user no longer exists".into())),
         }
     }
@@ -128,26 +73,26 @@ impl Auth {
     /// Guards an RPC: the caller may do `action` on `group`, or the matching error.
     pub(crate) async fn require(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         action: Action,
-    ) -> Result<Caller, AuthError> {
-        let caller = self.caller(ctx).await?;
+    ) -> Result<Principal, AuthError> {
+        let principal = self.principal(caller).await?;
         let scoped = need(action).is_some_and(|(_, scoped)| scoped);
-        let decision = match &caller {
-            Caller::Service(_) if scoped && self.db.groups.get(group).await?.is_none() => {
+        let decision = match &principal {
+            Principal::Service(_) if scoped && self.db.groups.get(group).await?.is_none() => {
                 Decision::NotFound
             }
-            Caller::Service(_) => Decision::Allow,
-            Caller::User(user) => {
+            Principal::Service(_) => Decision::Allow,
+            Principal::User(user) => {
                 decide(self.standing(&user.value, &user.id, group).await?, action)
             }
         };
         match decision {
-            Decision::Allow => Ok(caller),
+            Decision::Allow => Ok(principal),
             Decision::NotFound => Err(AuthError::group_not_found(group)),
-            _ => match &caller {
-                Caller::User(user) if user.value.must_change_password => {
+            _ => match &principal {
+                Principal::User(user) if user.value.must_change_password => {
                     Err(AuthError::PasswordChangeRequired)
                 }
                 _ => Err(AuthError::Denied(format!("not allowed to {}", describe(action)))),
@@ -155,15 +100,3 @@ impl Auth {
         }
     }
 }
-
-fn describe(action: Action) -> &'static str {
-    match need(action) {
-        Some((Need::Admin, _)) => "do this: it needs a group admin",
-        Some((Need::SuperAdmin, _)) => "do this: it needs a super admin",
-        _ => "do this",
-    }
-}
-
-#[cfg(test)]
-#[path = "access_tests.rs"]
-mod tests;

@@ -9,11 +9,11 @@ use ramen_proto::common::v1::{AuditOutcome, PageInfo, PageRequest};
 use ramen_proto::events::v1::AuditAppended;
 use ramen_store::{Query, StoreError};
 
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::events::meta;
 use crate::model::{AuditRecord, new_id, now_ms};
 use crate::{Auth, paging};
+use ramen_access::Caller;
 
 /// Best-effort events never hold a request longer than this.
 const EVENT_DEADLINE: Duration = Duration::from_secs(1);
@@ -69,9 +69,9 @@ impl Auth {
     }
 
     async fn announce(&self, id: &str, entry: &AuditRecord) {
-        let ctx = Ctx::new(entry.actor.clone(), entry.request_id.clone());
+        let caller = Caller::new(entry.actor.clone(), entry.request_id.clone());
         let event = AuditAppended {
-            meta: Some(meta(&ctx)),
+            meta: Some(meta(&caller)),
             entry_id: id.to_owned(),
             at_unix_ms: entry.at_ms,
             actor: entry.actor.clone(),
@@ -97,7 +97,7 @@ impl Auth {
     /// audit write that fails is logged as an error.
     pub(crate) async fn audited<T>(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         action: &str,
         group: &str,
         target: &str,
@@ -121,12 +121,12 @@ impl Auth {
         }
         let entry = AuditRecord {
             at_ms: now_ms(),
-            actor: ctx.audit_actor().to_owned(),
+            actor: caller.audit_actor().to_owned(),
             action: action.to_owned(),
             group: group.to_owned(),
             target: target.to_owned(),
             outcome: outcome as i32,
-            request_id: ctx.request_id.clone(),
+            request_id: caller.request_id.clone(),
             details,
         };
         if let Err(error) = self.append_audit(None, entry).await {
@@ -137,11 +137,11 @@ impl Auth {
 
     pub async fn query_audit(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         query: AuditQuery,
     ) -> Result<(Vec<(String, AuditRecord)>, PageInfo), AuthError> {
         let action = if query.group.is_empty() { Action::Admin } else { Action::ReadGroup };
-        self.require(ctx, &query.group, action).await?;
+        self.require(caller, &query.group, action).await?;
         let mut page = paging::parse(query.page.as_ref())?;
         let until = page.until_ms.or(query.until_ms).unwrap_or(now_ms() + 1);
         page.until_ms = Some(until);

@@ -11,8 +11,8 @@ use ramen_store::Filter;
 
 use crate::Auth;
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
+use ramen_access::Caller;
 
 pub const LOCAL_DEFAULT_EMAIL: &str = "admin@ramen.local";
 
@@ -66,10 +66,10 @@ impl Auth {
             Err(e) => return Err(e),
         };
         let password = created.one_time_password.unwrap_or_default();
-        let ctx = Ctx::new("bootstrap", "");
+        let caller = Caller::new("bootstrap", "");
         let target = format!("user/{}", created.user.id);
         self.audited(
-            &ctx,
+            &caller,
             "user.bootstrap",
             "",
             &target,

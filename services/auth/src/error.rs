@@ -1,7 +1,8 @@
+use ramen_proto::metadata::ErrorReason;
 use ramen_store::StoreError;
 use tonic::{Code, Status};
 
-use crate::seal::SealError;
+use ramen_crypto::seal::SealError;
 
 /// What an auth operation fails with. No variant ever carries a password, token or secret value.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +49,6 @@ impl AuthError {
     }
 }
 
-/// Marks the refusal of a one-time-password session, so the gateway can say so.
-pub const PASSWORD_CHANGE_REQUIRED: &str = "password_change_required";
-
 impl From<AuthError> for Status {
     fn from(error: AuthError) -> Self {
         let message = error.to_string();
@@ -59,8 +57,9 @@ impl From<AuthError> for Status {
             AuthError::BadCredentials | AuthError::Unauthenticated(_) => {
                 Status::unauthenticated(message)
             }
+            // The gateway tells this refusal apart by its reason, not its words.
             AuthError::PasswordChangeRequired => {
-                Status::failed_precondition(format!("{PASSWORD_CHANGE_REQUIRED}: {message}"))
+                ErrorReason::PasswordChangeRequired.attach(Status::failed_precondition(message))
             }
             AuthError::Denied(_) => Status::permission_denied(message),
             AuthError::NotFound(_) => Status::not_found(message),

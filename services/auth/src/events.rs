@@ -6,8 +6,8 @@ use ramen_bus::{Bus, BusError, PublishOptions};
 use ramen_proto::event::Event;
 use ramen_proto::events::v1::EventMeta;
 
-use crate::context::Ctx;
 use crate::model::{new_id, now_ms};
+use ramen_access::Caller;
 
 #[derive(Clone)]
 pub struct Events {
@@ -35,11 +35,11 @@ impl Events {
     }
 }
 
-pub fn meta(ctx: &Ctx) -> EventMeta {
+pub fn meta(caller: &Caller) -> EventMeta {
     EventMeta {
         event_id: new_id(),
         at_unix_ms: now_ms(),
-        actor: ctx.actor.clone(),
-        request_id: ctx.request_id.clone(),
+        actor: caller.actor.clone(),
+        request_id: caller.request_id.clone(),
     }
 }

@@ -12,17 +12,17 @@ use ramen_proto::auth::v1::PurgeGroupResponse;
 use ramen_store::{Filter, StoreError};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::model::{GroupRecord, now_ms};
 use crate::{Auth, validate};
+use ramen_access::Caller;
 
 impl Auth {
     /// Records that `group` exists; false when it was already registered.
-    pub async fn register_group(&self, ctx: &Ctx, group: &str) -> Result<bool, AuthError> {
+    pub async fn register_group(&self, caller: &Caller, group: &str) -> Result<bool, AuthError> {
         let result = async {
             validate::group(group)?;
-            let caller = self.require(ctx, "", Action::CreateGroup).await?;
+            let caller = self.require(caller, "", Action::CreateGroup).await?;
             let record =
                 GroupRecord { created_at_ms: now_ms(), created_by: caller.id().to_owned() };
             match self.db.groups.insert(group, &record).await {
@@ -32,8 +32,15 @@ impl Auth {
             }
         }
         .await;
-        self.audited(ctx, "group.register", group, &format!("group/{group}"), details([]), result)
-            .await
+        self.audited(
+            caller,
+            "group.register",
+            group,
+            &format!("group/{group}"),
+            details([]),
+            result,
+        )
+        .await
     }
 
     pub async fn group_exists(&self, group: &str) -> Result<bool, AuthError> {
@@ -43,12 +50,12 @@ impl Auth {
     /// Deletes the group's keys, secrets, memberships, rules and registration. Idempotent.
     pub async fn purge_group(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
     ) -> Result<PurgeGroupResponse, AuthError> {
         let result = async {
             validate::group(group)?;
-            let caller = self.caller(ctx).await?;
+            let caller = self.principal(caller).await?;
             if !caller.is_super_admin() {
                 return Err(AuthError::Denied(
                     "only super admins and the control plane purge groups".into(),
@@ -73,6 +80,6 @@ impl Auth {
             ]),
             Err(_) => details([]),
         };
-        self.audited(ctx, "group.purge", group, &format!("group/{group}"), extra, result).await
+        self.audited(caller, "group.purge", group, &format!("group/{group}"), extra, result).await
     }
 }

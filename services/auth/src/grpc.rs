@@ -1,4 +1,4 @@
-//! `AuthService` over gRPC: each RPC reads the caller from the metadata ([`Ctx`]), calls the
+//! `AuthService` over gRPC: each RPC takes the caller the serving layer verified ([`Caller`]), calls the
 //! domain and converts the answer. Role checks live in the domain, so they hold for every
 //! caller, not only for the api-gateway.
 
@@ -8,20 +8,20 @@ use tonic::{Request, Response, Status};
 
 use crate::Auth;
 use crate::audit::AuditQuery;
-use crate::context::Ctx;
 use crate::conversions as conv;
 use crate::keys::NewKey;
 use crate::members::Who;
 use crate::model::now_ms;
-use crate::seal::SecretValue;
 use crate::secrets::Scope;
+use ramen_access::Caller;
+use ramen_crypto::seal::SecretValue;
 
 pub struct AuthGrpc(pub Auth);
 
 type Answer<T> = Result<Response<T>, Status>;
 
-fn split<T>(request: Request<T>) -> (Ctx, T) {
-    (Ctx::from_metadata(request.metadata()), request.into_inner())
+fn split<T>(request: Request<T>) -> (Caller, T) {
+    (Caller::from_request(&request), request.into_inner())
 }
 
 fn ok<T>(value: T) -> Answer<T> {
@@ -36,8 +36,8 @@ fn scope(scope: Option<SecretScope>) -> Scope {
 #[tonic::async_trait]
 impl AuthService for AuthGrpc {
     async fn login(&self, request: Request<LoginRequest>) -> Answer<LoginResponse> {
-        let (ctx, r) = split(request);
-        ok(conv::session(self.0.login(&ctx, &r.email, &r.password).await?))
+        let (caller, r) = split(request);
+        ok(conv::session(self.0.login(&caller, &r.email, &r.password).await?))
     }
 
     async fn refresh(&self, request: Request<RefreshRequest>) -> Answer<LoginResponse> {
@@ -45,8 +45,8 @@ impl AuthService for AuthGrpc {
     }
 
     async fn logout(&self, request: Request<LogoutRequest>) -> Answer<LogoutResponse> {
-        let (ctx, r) = split(request);
-        self.0.logout(&ctx, &r.refresh_token).await?;
+        let (caller, r) = split(request);
+        self.0.logout(&caller, &r.refresh_token).await?;
         ok(LogoutResponse {})
     }
 
@@ -54,9 +54,11 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<ChangePasswordRequest>,
     ) -> Answer<LoginResponse> {
-        let (ctx, r) = split(request);
-        let session =
-            self.0.change_password(&ctx, &r.user_id, &r.current_password, &r.new_password).await?;
+        let (caller, r) = split(request);
+        let session = self
+            .0
+            .change_password(&caller, &r.user_id, &r.current_password, &r.new_password)
+            .await?;
         ok(conv::session(session))
     }
 
@@ -89,8 +91,8 @@ impl AuthService for AuthGrpc {
     }
 
     async fn create_user(&self, request: Request<CreateUserRequest>) -> Answer<CreateUserResponse> {
-        let (ctx, r) = split(request);
-        let created = self.0.create_user(&ctx, &r.email, &r.password, r.super_admin).await?;
+        let (caller, r) = split(request);
+        let created = self.0.create_user(&caller, &r.email, &r.password, r.super_admin).await?;
         ok(CreateUserResponse {
             user: Some(conv::user(&created.user)),
             one_time_password: created.one_time_password.unwrap_or_default(),
@@ -98,43 +100,43 @@ impl AuthService for AuthGrpc {
     }
 
     async fn list_users(&self, request: Request<ListUsersRequest>) -> Answer<ListUsersResponse> {
-        let (ctx, r) = split(request);
-        let (users, page) = self.0.list_users(&ctx, r.page.as_ref(), &r.email_prefix).await?;
+        let (caller, r) = split(request);
+        let (users, page) = self.0.list_users(&caller, r.page.as_ref(), &r.email_prefix).await?;
         ok(ListUsersResponse { users: users.iter().map(conv::user).collect(), page: Some(page) })
     }
 
     async fn get_user(&self, request: Request<GetUserRequest>) -> Answer<GetUserResponse> {
-        let (ctx, r) = split(request);
-        let (user, memberships) = self.0.get_user(&ctx, &r.user_id).await?;
+        let (caller, r) = split(request);
+        let (user, memberships) = self.0.get_user(&caller, &r.user_id).await?;
         let email = user.value.email.clone();
         let memberships = memberships.iter().map(|m| conv::membership(m, &email)).collect();
         ok(GetUserResponse { user: Some(conv::user(&user)), memberships })
     }
 
     async fn delete_user(&self, request: Request<DeleteUserRequest>) -> Answer<DeleteUserResponse> {
-        let (ctx, r) = split(request);
-        self.0.delete_user(&ctx, &r.user_id).await?;
+        let (caller, r) = split(request);
+        self.0.delete_user(&caller, &r.user_id).await?;
         ok(DeleteUserResponse {})
     }
 
     async fn set_super_admin(&self, request: Request<SetSuperAdminRequest>) -> Answer<User> {
-        let (ctx, r) = split(request);
-        ok(conv::user(&self.0.set_super_admin(&ctx, &r.user_id, r.super_admin).await?))
+        let (caller, r) = split(request);
+        ok(conv::user(&self.0.set_super_admin(&caller, &r.user_id, r.super_admin).await?))
     }
 
     async fn add_member(&self, request: Request<AddMemberRequest>) -> Answer<Membership> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let role = conv::role_from_pb(r.role())?;
         let who = if r.user_id.is_empty() { Who::Email(&r.email) } else { Who::Id(&r.user_id) };
-        ok(conv::member(&self.0.add_member(&ctx, &r.group, who, role).await?))
+        ok(conv::member(&self.0.add_member(&caller, &r.group, who, role).await?))
     }
 
     async fn remove_member(
         &self,
         request: Request<RemoveMemberRequest>,
     ) -> Answer<RemoveMemberResponse> {
-        let (ctx, r) = split(request);
-        self.0.remove_member(&ctx, &r.group, &r.user_id).await?;
+        let (caller, r) = split(request);
+        self.0.remove_member(&caller, &r.group, &r.user_id).await?;
         ok(RemoveMemberResponse {})
     }
 
@@ -142,8 +144,8 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<ListMembersRequest>,
     ) -> Answer<ListMembersResponse> {
-        let (ctx, r) = split(request);
-        let (members, page) = self.0.list_members(&ctx, &r.group, r.page.as_ref()).await?;
+        let (caller, r) = split(request);
+        let (members, page) = self.0.list_members(&caller, &r.group, r.page.as_ref()).await?;
         ok(ListMembersResponse {
             members: members.iter().map(conv::member).collect(),
             page: Some(page),
@@ -155,11 +157,15 @@ impl AuthService for AuthGrpc {
         ok(self.0.authorize(&r.user_id, &r.group, r.action()).await?)
     }
 
+    async fn get_grants(&self, request: Request<GetGrantsRequest>) -> Answer<AuthorizeResponse> {
+        ok(self.0.grants(&request.into_inner().user_id).await?)
+    }
+
     async fn create_mcp_key(
         &self,
         request: Request<CreateMcpKeyRequest>,
     ) -> Answer<CreateMcpKeyResponse> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let expires_at_ms = r.expires_at.as_ref().map(conv::ms);
         let new = NewKey {
             group: r.group,
@@ -168,7 +174,7 @@ impl AuthService for AuthGrpc {
             zones: r.zones,
             expires_at_ms,
         };
-        let (key, plaintext) = self.0.create_key(&ctx, new).await?;
+        let (key, plaintext) = self.0.create_key(&caller, new).await?;
         ok(CreateMcpKeyResponse { key: Some(conv::key(&key)), plaintext })
     }
 
@@ -176,41 +182,43 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<ListMcpKeysRequest>,
     ) -> Answer<ListMcpKeysResponse> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let (keys, page) =
-            self.0.list_keys(&ctx, &r.group, r.page.as_ref(), r.include_revoked).await?;
+            self.0.list_keys(&caller, &r.group, r.page.as_ref(), r.include_revoked).await?;
         ok(ListMcpKeysResponse { keys: keys.iter().map(conv::key).collect(), page: Some(page) })
     }
 
     async fn revoke_mcp_key(&self, request: Request<RevokeMcpKeyRequest>) -> Answer<McpKey> {
-        let (ctx, r) = split(request);
-        ok(conv::key(&self.0.revoke_key(&ctx, &r.group, &r.key_id).await?))
+        let (caller, r) = split(request);
+        ok(conv::key(&self.0.revoke_key(&caller, &r.group, &r.key_id).await?))
     }
 
     async fn list_mcp_key_hashes(
         &self,
         request: Request<ListMcpKeyHashesRequest>,
     ) -> Answer<ListMcpKeyHashesResponse> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let (keys, page) = self
             .0
-            .list_key_hashes(&ctx, &r.group, &r.environment, &r.zone, r.page.as_ref())
+            .list_key_hashes(&caller, &r.group, &r.environment, &r.zone, r.page.as_ref())
             .await?;
         ok(ListMcpKeyHashesResponse { keys, page: Some(page) })
     }
 
     async fn set_secret(&self, request: Request<SetSecretRequest>) -> Answer<Secret> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let value = SecretValue::new(r.value);
-        ok(conv::secret(&self.0.set_secret(&ctx, &r.group, &r.name, scope(r.scope), value).await?))
+        ok(conv::secret(
+            &self.0.set_secret(&caller, &r.group, &r.name, scope(r.scope), value).await?,
+        ))
     }
 
     async fn list_secrets(
         &self,
         request: Request<ListSecretsRequest>,
     ) -> Answer<ListSecretsResponse> {
-        let (ctx, r) = split(request);
-        let (secrets, page) = self.0.list_secrets(&ctx, &r.group, r.page.as_ref()).await?;
+        let (caller, r) = split(request);
+        let (secrets, page) = self.0.list_secrets(&caller, &r.group, r.page.as_ref()).await?;
         ok(ListSecretsResponse {
             secrets: secrets.iter().map(conv::secret).collect(),
             page: Some(page),
@@ -221,8 +229,8 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<DeleteSecretRequest>,
     ) -> Answer<DeleteSecretResponse> {
-        let (ctx, r) = split(request);
-        self.0.delete_secret(&ctx, &r.group, &r.name, scope(r.scope)).await?;
+        let (caller, r) = split(request);
+        self.0.delete_secret(&caller, &r.group, &r.name, scope(r.scope)).await?;
         ok(DeleteSecretResponse {})
     }
 
@@ -230,8 +238,8 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<ResolveSecretsRequest>,
     ) -> Answer<ResolveSecretsResponse> {
-        let (ctx, r) = split(request);
-        let resolved = self.0.resolve_secrets(&ctx, &r.group, &r.environment, &r.zone).await?;
+        let (caller, r) = split(request);
+        let resolved = self.0.resolve_secrets(&caller, &r.group, &r.environment, &r.zone).await?;
         let secrets = resolved
             .into_iter()
             .map(|s| ResolvedSecret {
@@ -247,33 +255,34 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<GetServiceAccountRulesRequest>,
     ) -> Answer<ServiceAccountRules> {
-        let (ctx, r) = split(request);
-        ok(conv::service_account(&r.group, &self.0.get_service_account(&ctx, &r.group).await?))
+        let (caller, r) = split(request);
+        ok(conv::service_account(&r.group, &self.0.get_service_account(&caller, &r.group).await?))
     }
 
     async fn set_service_account_rules(
         &self,
         request: Request<SetServiceAccountRulesRequest>,
     ) -> Answer<ServiceAccountRules> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let rules = conv::rules_from_pb(r.rules);
-        let written = self.0.set_service_account(&ctx, &r.group, rules, r.expected_version).await?;
+        let written =
+            self.0.set_service_account(&caller, &r.group, rules, r.expected_version).await?;
         ok(conv::service_account(&r.group, &written))
     }
 
     async fn append_audit(&self, request: Request<AppendAuditRequest>) -> Answer<AuditEntry> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let entry = r.entry.ok_or_else(|| Status::invalid_argument("entry: required"))?;
         let (id, mut record) = conv::audit_from_pb(entry, now_ms());
         if record.request_id.is_empty() {
-            record.request_id = ctx.request_id;
+            record.request_id = caller.request_id;
         }
         let (id, record) = self.0.append_audit(id, record).await?;
         ok(conv::audit_to_pb(id, record))
     }
 
     async fn query_audit(&self, request: Request<QueryAuditRequest>) -> Answer<QueryAuditResponse> {
-        let (ctx, r) = split(request);
+        let (caller, r) = split(request);
         let query = AuditQuery {
             group: r.group,
             actor: r.actor,
@@ -282,7 +291,7 @@ impl AuthService for AuthGrpc {
             action_prefix: r.action_prefix,
             page: r.page,
         };
-        let (entries, page) = self.0.query_audit(&ctx, query).await?;
+        let (entries, page) = self.0.query_audit(&caller, query).await?;
         ok(QueryAuditResponse {
             entries: entries.into_iter().map(|(id, e)| conv::audit_to_pb(id, e)).collect(),
             page: Some(page),
@@ -290,15 +299,15 @@ impl AuthService for AuthGrpc {
     }
 
     async fn purge_group(&self, request: Request<PurgeGroupRequest>) -> Answer<PurgeGroupResponse> {
-        let (ctx, r) = split(request);
-        ok(self.0.purge_group(&ctx, &r.group).await?)
+        let (caller, r) = split(request);
+        ok(self.0.purge_group(&caller, &r.group).await?)
     }
 
     async fn register_group(
         &self,
         request: Request<RegisterGroupRequest>,
     ) -> Answer<RegisterGroupResponse> {
-        let (ctx, r) = split(request);
-        ok(RegisterGroupResponse { created: self.0.register_group(&ctx, &r.group).await? })
+        let (caller, r) = split(request);
+        ok(RegisterGroupResponse { created: self.0.register_group(&caller, &r.group).await? })
     }
 }

@@ -10,14 +10,13 @@ use ramen_proto::common::v1::{KeyHash, PageInfo, PageRequest};
 use ramen_proto::events::v1::{McpKeyChange, McpKeyChanged};
 use ramen_store::{Query, Versioned};
 use rand::RngCore;
-use sha2::{Digest, Sha256};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::events::meta;
 use crate::model::{McpKeyRecord, new_id, now_ms};
 use crate::{Auth, paging, validate};
+use ramen_access::Caller;
 
 /// `rk_` and 8 characters of the key.
 pub const PREFIX_LEN: usize = 11;
@@ -32,7 +31,7 @@ pub struct NewKey {
 
 /// Lowercase hex SHA-256, the form the node compares a presented Bearer key with.
 pub fn key_hash(plaintext: &str) -> String {
-    hex::encode(Sha256::digest(plaintext.as_bytes()))
+    ramen_node_contract::key_hash(plaintext)
 }
 
 fn generate() -> String {
@@ -44,13 +43,13 @@ fn generate() -> String {
 impl Auth {
     pub async fn create_key(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         new: NewKey,
     ) -> Result<(Versioned<McpKeyRecord>, String), AuthError> {
         let (group, name) = (new.group.clone(), new.name.clone());
         let result = async {
             validate::group(&new.group)?;
-            self.require(ctx, &new.group, Action::ManageKeys).await?;
+            self.require(caller, &new.group, Action::ManageKeys).await?;
             validate::display_name("name", &new.name)?;
             new.environments.iter().try_for_each(|e| validate::dns_label("environments", e))?;
             new.zones.iter().try_for_each(|z| validate::dns_label("zones", z))?;
@@ -68,14 +67,14 @@ impl Auth {
                 zones: new.zones,
                 expires_at_ms: new.expires_at_ms,
                 created_at_ms: now,
-                created_by: ctx.audit_actor().to_owned(),
+                created_by: caller.audit_actor().to_owned(),
                 revoked_at_ms: None,
             };
             let id = new_id();
             let version = self.db.keys.insert(&id, &record).await?;
             let key = Versioned { id, version, value: record };
             // The key exists either way; a node that misses the event gets it at the next push.
-            if let Err(error) = self.publish_key_change(ctx, &key, McpKeyChange::Created).await {
+            if let Err(error) = self.publish_key_change(caller, &key, McpKeyChange::Created).await {
                 tracing::warn!(%error, key = %key.id, "MCP key created; McpKeyChanged not published");
             }
             Ok((key, plaintext))
@@ -85,18 +84,18 @@ impl Auth {
             Ok((key, _)) => format!("key/{}", key.id),
             Err(_) => "key".to_owned(),
         };
-        self.audited(ctx, "key.create", &group, &target, details([("name", name)]), result).await
+        self.audited(caller, "key.create", &group, &target, details([("name", name)]), result).await
     }
 
     pub async fn list_keys(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         page: Option<&PageRequest>,
         include_revoked: bool,
     ) -> Result<(Vec<Versioned<McpKeyRecord>>, PageInfo), AuthError> {
         validate::group(group)?;
-        self.require(ctx, group, Action::ReadGroup).await?;
+        self.require(caller, group, Action::ReadGroup).await?;
         let page = paging::parse(page)?;
         let mut query = Query::new()
             .eq("group", group)
@@ -115,13 +114,13 @@ impl Auth {
     /// be published: retrying publishes it again.
     pub async fn revoke_key(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         key_id: &str,
     ) -> Result<Versioned<McpKeyRecord>, AuthError> {
         let result = async {
             validate::group(group)?;
-            self.require(ctx, group, Action::ManageKeys).await?;
+            self.require(caller, group, Action::ManageKeys).await?;
             let not_found = || AuthError::NotFound(format!("key `{key_id}`"));
             let key = self
                 .db
@@ -140,7 +139,7 @@ impl Auth {
                 };
                 self.db.keys.modify(key_id, change).await?.0
             };
-            self.publish_key_change(ctx, &key, McpKeyChange::Revoked).await.map_err(|e| {
+            self.publish_key_change(caller, &key, McpKeyChange::Revoked).await.map_err(|e| {
                 AuthError::Unavailable(format!(
                     "key revoked, but running nodes were not told ({e}); retry"
                 ))
@@ -148,17 +147,18 @@ impl Auth {
             Ok(key)
         }
         .await;
-        self.audited(ctx, "key.revoke", group, &format!("key/{key_id}"), details([]), result).await
+        self.audited(caller, "key.revoke", group, &format!("key/{key_id}"), details([]), result)
+            .await
     }
 
     async fn publish_key_change(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         key: &Versioned<McpKeyRecord>,
         change: McpKeyChange,
     ) -> Result<(), ramen_bus::BusError> {
         let event = McpKeyChanged {
-            meta: Some(meta(ctx)),
+            meta: Some(meta(caller)),
             group: key.value.group.clone(),
             key_id: key.id.clone(),
             change: change as i32,
@@ -172,14 +172,14 @@ impl Auth {
     /// and super admins only.
     pub async fn list_key_hashes(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         environment: &str,
         zone: &str,
         page: Option<&PageRequest>,
     ) -> Result<(Vec<KeyHash>, PageInfo), AuthError> {
         validate::group(group)?;
-        if !self.caller(ctx).await?.is_super_admin() {
+        if !self.principal(caller).await?.is_super_admin() {
             return Err(AuthError::Denied("key hashes are for the control plane".into()));
         }
         let page = paging::parse(page)?;

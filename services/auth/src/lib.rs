@@ -1,10 +1,10 @@
 //! `auth`: identities, roles, sessions, MCP keys, sealed secrets, service-account rules and the
 //! audit log, served as `AuthService` (gRPC) over the collections in `collections.rs`.
 //!
-//! - [`Auth`] is the domain: every method takes the caller ([`Ctx`]) and checks its rights
-//!   itself ([`access`]), so the rules hold whoever calls.
-//! - [`token`] signs and verifies the HS256 access tokens (the api-gateway verifies them
-//!   locally with the same code); [`seal`] seals secret values; [`password`] hashes passwords.
+//! - [`Auth`] is the domain: every method takes the caller ([`Caller`]) and checks its rights
+//!   itself with the one rule (`ramen_access::decide`), so the rules hold whoever calls.
+//! - [`token`] and [`seal`] are `ramen-crypto`'s (the api-gateway verifies tokens and the
+//!   deployer seals with the same code); [`password`] hashes passwords.
 //! - [`launch`] starts the service and returns the bootstrap admin's one-time password when it
 //!   created one; [`start`] is the plain form `ramen serve auth` uses.
 
@@ -13,7 +13,6 @@ mod audit;
 mod authorize;
 mod bootstrap;
 mod collections;
-mod context;
 mod conversions;
 mod error;
 mod events;
@@ -25,11 +24,9 @@ mod model;
 mod paging;
 pub mod password;
 mod refresh;
-pub mod seal;
 mod secrets;
 mod service_account;
 mod sessions;
-pub mod token;
 mod users;
 mod validate;
 
@@ -37,19 +34,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ramen_bus::Bus;
+pub use ramen_crypto::{seal, token};
 use ramen_proto::auth::v1::auth_service_server::AuthServiceServer;
-use ramen_service::{Platform, Running, serve_grpc};
+use ramen_service::{Platform, Running};
 use ramen_store::DocumentStore;
 
-pub use access::{Need, Standing, decide, need};
 pub use audit::AuditQuery;
 pub use bootstrap::{BootstrapAdmin, LOCAL_DEFAULT_EMAIL, bootstrap_email};
 pub use collections::Collections;
-pub use context::{Ctx, SERVICE_ACTORS};
-pub use error::{AuthError, PASSWORD_CHANGE_REQUIRED};
+pub use error::AuthError;
 pub use keys::{NewKey, key_hash};
 pub use members::{Member, Who};
 pub use model::Role;
+pub use ramen_access::{Caller, Need, SERVICE_ACTORS, Standing, decide, need};
 pub use secrets::{ResealReport, Resolved, Scope, reseal};
 pub use sessions::Session;
 
@@ -118,7 +115,7 @@ pub async fn launch(platform: Platform) -> Result<Started, StartError> {
     let auth = Auth::open(platform.store.clone(), platform.bus.clone(), &config).await?;
     let bootstrap = auth.bootstrap(bootstrap_email(&config)).await?;
     let routes = tonic::service::Routes::new(AuthServiceServer::new(grpc::AuthGrpc(auth.clone())));
-    let (addr, handle) = serve_grpc(config.listen.auth, routes, platform.shutdown.token()).await?;
+    let (addr, handle) = platform.serve_grpc(config.listen.auth, routes).await?;
     let sweeper = auth.clone();
     platform.tasks.spawn("auth-refresh-sweeper", move |stop| async move {
         loop {

@@ -7,10 +7,10 @@ use ramen_proto::common::v1::{PageInfo, PageRequest};
 use ramen_store::{Filter, Query};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::model::{MembershipRecord, Role, membership_id, now_ms};
 use crate::{Auth, paging, validate};
+use ramen_access::Caller;
 
 /// A membership with the member's email, for display.
 pub struct Member {
@@ -28,7 +28,7 @@ impl Auth {
     /// Adds `who` to `group` with `role`, or changes their role.
     pub async fn add_member(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         who: Who<'_>,
         role: Role,
@@ -39,7 +39,7 @@ impl Auth {
         };
         let result = async {
             validate::group(group)?;
-            self.require(ctx, group, Action::ManageMembers).await?;
+            self.require(caller, group, Action::ManageMembers).await?;
             let user = match who {
                 Who::Id(id) => self.db.users.get(id).await?,
                 Who::Email(email) => {
@@ -65,7 +65,7 @@ impl Auth {
             Role::Member => "member",
         };
         self.audited(
-            ctx,
+            caller,
             "member.add",
             group,
             &target,
@@ -78,29 +78,36 @@ impl Auth {
     /// Idempotent: removing a non-member succeeds.
     pub async fn remove_member(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         user_id: &str,
     ) -> Result<(), AuthError> {
         let result = async {
             validate::group(group)?;
-            self.require(ctx, group, Action::ManageMembers).await?;
+            self.require(caller, group, Action::ManageMembers).await?;
             self.db.memberships.delete(&membership_id(group, user_id), None).await?;
             Ok(())
         }
         .await;
-        self.audited(ctx, "member.remove", group, &format!("user/{user_id}"), details([]), result)
-            .await
+        self.audited(
+            caller,
+            "member.remove",
+            group,
+            &format!("user/{user_id}"),
+            details([]),
+            result,
+        )
+        .await
     }
 
     pub async fn list_members(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         page: Option<&PageRequest>,
     ) -> Result<(Vec<Member>, PageInfo), AuthError> {
         validate::group(group)?;
-        self.require(ctx, group, Action::ReadGroup).await?;
+        self.require(caller, group, Action::ReadGroup).await?;
         let page = paging::parse(page)?;
         let query = Query::new()
             .eq("group", group)

@@ -35,12 +35,7 @@ pub struct UserRecord {
     pub last_login_at_ms: Option<i64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Admin,
-    Member,
-}
+pub use ramen_access::Role;
 
 /// `auth_groups`, id = the group name: the groups that exist (recorded by the deployer when it
 /// creates one, removed by PurgeGroup). Auth refuses members, keys and secrets for any other.

@@ -9,11 +9,11 @@ use ramen_proto::metadata::ACTOR_DEPLOYER;
 use ramen_store::{Collection, Filter, Query, StoreError, Versioned};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::model::{SecretRecord, now_ms, secret_id};
 use crate::seal::{Sealer, SecretValue};
 use crate::{Auth, paging, validate};
+use ramen_access::Caller;
 
 /// Where a secret applies: both empty = the whole group.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct ResealReport {
 impl Auth {
     pub async fn set_secret(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         name: &str,
         scope: Scope,
@@ -56,7 +56,7 @@ impl Auth {
         let extra = details([("scope", scope.describe())]);
         let result = async {
             validate::group(group)?;
-            self.require(ctx, group, Action::ManageSecrets).await?;
+            self.require(caller, group, Action::ManageSecrets).await?;
             validate::secret_name(name)?;
             validate::scope("scope.environment", &scope.environment)?;
             validate::scope("scope.zone", &scope.zone)?;
@@ -72,23 +72,23 @@ impl Auth {
                 sealed: self.sealer.seal(&id, &value),
                 created_at_ms: created,
                 updated_at_ms: now,
-                updated_by: ctx.audit_actor().to_owned(),
+                updated_by: caller.audit_actor().to_owned(),
             };
             let version = self.db.secrets.put(&id, &record).await?;
             Ok(Versioned { id, version, value: record })
         }
         .await;
-        self.audited(ctx, "secret.set", group, &target, extra, result).await
+        self.audited(caller, "secret.set", group, &target, extra, result).await
     }
 
     pub async fn list_secrets(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         page: Option<&PageRequest>,
     ) -> Result<(Vec<Versioned<SecretRecord>>, PageInfo), AuthError> {
         validate::group(group)?;
-        self.require(ctx, group, Action::ReadGroup).await?;
+        self.require(caller, group, Action::ReadGroup).await?;
         let page = paging::parse(page)?;
         let query =
             Query::new().eq("group", group).sort_asc("name").skip(page.offset).limit(page.probe());
@@ -100,7 +100,7 @@ impl Auth {
     /// Idempotent.
     pub async fn delete_secret(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         name: &str,
         scope: Scope,
@@ -108,7 +108,7 @@ impl Auth {
         let extra = details([("scope", scope.describe())]);
         let result = async {
             validate::group(group)?;
-            self.require(ctx, group, Action::ManageSecrets).await?;
+            self.require(caller, group, Action::ManageSecrets).await?;
             validate::secret_name(name)?;
             self.db
                 .secrets
@@ -117,13 +117,13 @@ impl Auth {
             Ok(())
         }
         .await;
-        self.audited(ctx, "secret.delete", group, &format!("secret/{name}"), extra, result).await
+        self.audited(caller, "secret.delete", group, &format!("secret/{name}"), extra, result).await
     }
 
     /// One value per name for a deploy scope, the most specific scope winning. Deployer only.
     pub async fn resolve_secrets(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         environment: &str,
         zone: &str,
@@ -133,7 +133,7 @@ impl Auth {
             Scope { environment: environment.into(), zone: zone.into() }.describe(),
         )]);
         let result = async {
-            if ctx.actor != ACTOR_DEPLOYER {
+            if caller.actor != ACTOR_DEPLOYER {
                 return Err(AuthError::Denied("only the deployer resolves secret values".into()));
             }
             validate::group(group)?;
@@ -166,7 +166,7 @@ impl Auth {
                 .collect::<Result<Vec<_>, AuthError>>()
         }
         .await;
-        self.audited(ctx, "secret.resolve", group, "secrets", extra, result).await
+        self.audited(caller, "secret.resolve", group, "secrets", extra, result).await
     }
 }
 

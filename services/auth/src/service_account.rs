@@ -5,10 +5,10 @@ use ramen_proto::auth::v1::Action;
 use ramen_store::{StoreError, Versioned};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::model::{RuleRecord, ServiceAccountRecord, now_ms};
 use crate::{Auth, validate};
+use ramen_access::Caller;
 
 const MAX_RULES: usize = 100;
 
@@ -47,11 +47,11 @@ impl Auth {
     /// The rules and their version (0 and empty when never set).
     pub async fn get_service_account(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
     ) -> Result<Versioned<ServiceAccountRecord>, AuthError> {
         validate::group(group)?;
-        self.require(ctx, group, Action::ReadGroup).await?;
+        self.require(caller, group, Action::ReadGroup).await?;
         let empty = || Versioned {
             id: group.to_owned(),
             version: 0,
@@ -67,7 +67,7 @@ impl Auth {
     /// Replaces the rules; `expected_version` 0 = unconditional, else CONFLICT when stale.
     pub async fn set_service_account(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         group: &str,
         rules: Vec<RuleRecord>,
         expected_version: u64,
@@ -75,9 +75,9 @@ impl Auth {
         let extra = details([("rules", rules.len().to_string())]);
         let result = async {
             validate::group(group)?;
-            self.require(ctx, group, Action::ManageServiceAccount).await?;
+            self.require(caller, group, Action::ManageServiceAccount).await?;
             check(&rules)?;
-            let record = ServiceAccountRecord { rules, updated_at_ms: now_ms(), updated_by: ctx.audit_actor().to_owned() };
+            let record = ServiceAccountRecord { rules, updated_at_ms: now_ms(), updated_by: caller.audit_actor().to_owned() };
             if expected_version == 0 {
                 let version = self.db.service_accounts.put(group, &record).await?;
                 return Ok(Versioned { id: group.to_owned(), version, value: record });
@@ -95,7 +95,7 @@ impl Auth {
             }
         }
         .await;
-        self.audited(ctx, "service_account.set", group, &format!("group/{group}"), extra, result)
+        self.audited(caller, "service_account.set", group, &format!("group/{group}"), extra, result)
             .await
     }
 }

@@ -3,11 +3,11 @@
 use ramen_store::{Filter, StoreError, Versioned};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::model::{UserRecord, now_ms};
 use crate::token::AccessClaims;
 use crate::{Auth, password, refresh, validate};
+use ramen_access::Caller;
 
 /// What login, refresh and password change hand back.
 pub struct Session {
@@ -33,14 +33,14 @@ pub(crate) async fn hash_password(password: &str) -> Result<String, AuthError> {
 impl Auth {
     pub async fn login(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         email: &str,
         password: &str,
     ) -> Result<Session, AuthError> {
         let result = self.try_login(email, password).await;
         let actor_ctx = match &result {
-            Ok(session) => Ctx::new(session.user.id.clone(), ctx.request_id.clone()),
-            Err(_) => ctx.clone(),
+            Ok(session) => Caller::new(session.user.id.clone(), caller.request_id.clone()),
+            Err(_) => caller.clone(),
         };
         // Whatever was typed, bounded: the audit entry is written for failures too.
         let email: String = email.trim().to_ascii_lowercase().chars().take(254).collect();
@@ -104,27 +104,34 @@ impl Auth {
     }
 
     /// Revokes the token's family. Unknown tokens are fine (idempotent).
-    pub async fn logout(&self, ctx: &Ctx, token: &str) -> Result<(), AuthError> {
+    pub async fn logout(&self, caller: &Caller, token: &str) -> Result<(), AuthError> {
         let Some(record) = self.db.refresh.get(&refresh::hash(token)).await? else { return Ok(()) };
         let family = record.value.family_id;
         let result = self.revoke_family(&family).await.map(|_| ());
-        let ctx = Ctx::new(record.value.user_id, ctx.request_id.clone());
-        self.audited(&ctx, "session.logout", "", &format!("session/{family}"), details([]), result)
-            .await
+        let caller = Caller::new(record.value.user_id, caller.request_id.clone());
+        self.audited(
+            &caller,
+            "session.logout",
+            "",
+            &format!("session/{family}"),
+            details([]),
+            result,
+        )
+        .await
     }
 
     /// The caller changes their own password; other sessions of the user are revoked and a new
     /// one is returned. Clears a one-time password.
     pub async fn change_password(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         user_id: &str,
         current: &str,
         new: &str,
     ) -> Result<Session, AuthError> {
-        let result = self.try_change_password(ctx, user_id, current, new).await;
+        let result = self.try_change_password(caller, user_id, current, new).await;
         self.audited(
-            ctx,
+            caller,
             "user.change_password",
             "",
             &format!("user/{user_id}"),
@@ -136,12 +143,12 @@ impl Auth {
 
     async fn try_change_password(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         user_id: &str,
         current: &str,
         new: &str,
     ) -> Result<Session, AuthError> {
-        if ctx.actor != user_id {
+        if caller.actor != user_id {
             return Err(AuthError::Denied("users change only their own password".into()));
         }
         let user = self

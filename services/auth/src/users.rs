@@ -5,11 +5,11 @@ use ramen_proto::common::v1::{PageInfo, PageRequest};
 use ramen_store::{Filter, Query, StoreError, Versioned};
 
 use crate::audit::details;
-use crate::context::Ctx;
 use crate::error::AuthError;
 use crate::model::{MembershipRecord, UserRecord, new_id, now_ms};
 use crate::sessions::hash_password;
 use crate::{Auth, paging, password, validate};
+use ramen_access::Caller;
 
 pub struct NewUser {
     pub user: Versioned<UserRecord>,
@@ -20,19 +20,19 @@ pub struct NewUser {
 impl Auth {
     pub async fn create_user(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         email: &str,
         password: &str,
         super_admin: bool,
     ) -> Result<NewUser, AuthError> {
         let result = async {
-            self.require(ctx, "", Action::Admin).await?;
+            self.require(caller, "", Action::Admin).await?;
             self.insert_user(email, password, super_admin, false).await
         }
         .await;
         let target = format!("user/{}", email.trim().to_ascii_lowercase());
         let extra = details([("super_admin", super_admin.to_string())]);
-        self.audited(ctx, "user.create", "", &target, extra, result).await
+        self.audited(caller, "user.create", "", &target, extra, result).await
     }
 
     /// Stores a new user; an empty password means a generated one-time password.
@@ -78,11 +78,11 @@ impl Auth {
 
     pub async fn list_users(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         page: Option<&PageRequest>,
         email_prefix: &str,
     ) -> Result<(Vec<Versioned<UserRecord>>, PageInfo), AuthError> {
-        self.require(ctx, "", Action::Admin).await?;
+        self.require(caller, "", Action::Admin).await?;
         let page = paging::parse(page)?;
         let mut query = Query::new().sort_asc("email").skip(page.offset).limit(page.probe());
         let prefix = email_prefix.trim().to_ascii_lowercase();
@@ -97,11 +97,11 @@ impl Auth {
     /// A user and their memberships: super admins, or the user themselves.
     pub async fn get_user(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         user_id: &str,
     ) -> Result<(Versioned<UserRecord>, Vec<MembershipRecord>), AuthError> {
-        if ctx.actor != user_id {
-            self.require(ctx, "", Action::Admin).await?;
+        if caller.actor != user_id {
+            self.require(caller, "", Action::Admin).await?;
         }
         let user = self
             .db
@@ -117,9 +117,9 @@ impl Auth {
         Ok((user, memberships.into_iter().map(|m| m.value).collect()))
     }
 
-    pub async fn delete_user(&self, ctx: &Ctx, user_id: &str) -> Result<(), AuthError> {
+    pub async fn delete_user(&self, caller: &Caller, user_id: &str) -> Result<(), AuthError> {
         let result = async {
-            self.require(ctx, "", Action::Admin).await?;
+            self.require(caller, "", Action::Admin).await?;
             let Some(user) = self.db.users.get(user_id).await? else { return Ok(()) };
             if user.value.super_admin {
                 self.keep_a_super_admin().await?;
@@ -130,17 +130,18 @@ impl Auth {
             Ok(())
         }
         .await;
-        self.audited(ctx, "user.delete", "", &format!("user/{user_id}"), details([]), result).await
+        self.audited(caller, "user.delete", "", &format!("user/{user_id}"), details([]), result)
+            .await
     }
 
     pub async fn set_super_admin(
         &self,
-        ctx: &Ctx,
+        caller: &Caller,
         user_id: &str,
         super_admin: bool,
     ) -> Result<Versioned<UserRecord>, AuthError> {
         let result = async {
-            self.require(ctx, "", Action::Admin).await?;
+            self.require(caller, "", Action::Admin).await?;
             let target = self.db.users.get(user_id).await?;
             if !super_admin && target.is_some_and(|t| t.value.super_admin) {
                 self.keep_a_super_admin().await?;
@@ -161,7 +162,7 @@ impl Auth {
         }
         .await;
         let extra = details([("super_admin", super_admin.to_string())]);
-        self.audited(ctx, "user.set_super_admin", "", &format!("user/{user_id}"), extra, result)
+        self.audited(caller, "user.set_super_admin", "", &format!("user/{user_id}"), extra, result)
             .await
     }
 

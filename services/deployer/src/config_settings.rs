@@ -1,13 +1,13 @@
 //! The Config page settings (super admins): the GitHub App (id, sealed private key) and the
 //! auto-rebalance scheduler switch and period, published as `SettingsChanged`.
 
-use ramen_auth::seal::SecretValue;
+use ramen_crypto::seal::SecretValue;
 use ramen_proto::auth::v1::Action;
 use ramen_proto::deployer::v1 as pb;
 use ramen_proto::events::v1::SettingsChanged;
 
 use crate::Deployer;
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::{
     APP_KEY_AAD, DEFAULT_REBALANCE_INTERVAL_SECONDS, SETTINGS_ID, SettingsRecord, now_ms,
@@ -17,17 +17,17 @@ use crate::model::{
 const MIN_INTERVAL_SECONDS: u32 = 10;
 
 impl Deployer {
-    pub async fn get_settings(&self, ctx: &Ctx) -> Result<SettingsRecord> {
-        self.require(ctx, "", Action::Admin).await?;
+    pub async fn get_settings(&self, ctx: &Caller) -> Result<SettingsRecord> {
+        require(ctx, "", Action::Admin)?;
         self.settings_record().await
     }
 
     pub async fn update_settings(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         r: pb::UpdateSettingsRequest,
     ) -> Result<SettingsRecord> {
-        self.require(ctx, "", Action::Admin).await?;
+        require(ctx, "", Action::Admin)?;
         if r.github_app_id.is_some_and(|id| id < 0) {
             return Err(Error::invalid("github_app_id", "must be positive (0 = no App)"));
         }

@@ -15,7 +15,7 @@ use ramen_proto::zone::v1::TeardownState;
 use ramen_store::{Filter, Query};
 
 use crate::Deployer;
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::{
     Deletion, GroupPhase, SagaPhase, SagaStepRecord, Status, bucket_prefix, now_ms,
@@ -26,14 +26,9 @@ pub const STEPS: [&str; 4] = ["placements", "bucket_prefix", "auth", "records"];
 
 impl Deployer {
     /// Starts the saga (or returns the progress of the one running).
-    pub async fn delete_group(self: &Arc<Self>, ctx: &Ctx, name: &str) -> Result<Deletion> {
+    pub async fn delete_group(self: &Arc<Self>, ctx: &Caller, name: &str) -> Result<Deletion> {
         validate::dns_label("name", name)?;
-        match self.require(ctx, name, Action::ManageGroup).await {
-            Ok(_) => {}
-            // Auth already purged the registration: a super admin may still see the progress.
-            Err(Error::NotFound(_)) => return self.group_deletion(ctx, name).await,
-            Err(err) => return Err(err),
-        }
+        require(ctx, name, Action::ManageGroup)?;
         let zones: Vec<String> =
             self.zones.placements(name).await?.into_iter().map(|p| p.zone).collect();
         let (written, first) = self
@@ -79,9 +74,9 @@ impl Deployer {
     }
 
     /// Progress of a deletion (super admins); NOT_FOUND once the record is gone.
-    pub async fn group_deletion(&self, ctx: &Ctx, name: &str) -> Result<Deletion> {
+    pub async fn group_deletion(&self, ctx: &Caller, name: &str) -> Result<Deletion> {
         validate::dns_label("name", name)?;
-        self.require(ctx, "", Action::CreateGroup).await?;
+        require(ctx, "", Action::CreateGroup)?;
         let group = self.db.groups.get(name).await?;
         group
             .and_then(|g| g.value.deletion)

@@ -9,7 +9,7 @@ use ramen_proto::deployer::v1 as pb;
 use ramen_proto::events::v1::EnvironmentDeleted;
 use ramen_store::{Filter, Query, StoreError};
 
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::conversions::Page;
 use crate::error::{Error, Result};
 use crate::git::refs::check_ref;
@@ -19,12 +19,12 @@ use crate::{Deployer, validate};
 impl Deployer {
     pub async fn create_environment(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         r: pb::CreateEnvironmentRequest,
     ) -> Result<EnvironmentRecord> {
         validate::dns_label("group", &r.group)?;
         validate::dns_label("name", &r.name)?;
-        self.require(ctx, &r.group, Action::ManageEnvironments).await?;
+        require(ctx, &r.group, Action::ManageEnvironments)?;
         let group = self.active_group(&r.group).await?;
         let git_ref = if r.git_ref.is_empty() { group.default_ref.clone() } else { r.git_ref };
         check_ref(&git_ref)?;
@@ -64,25 +64,25 @@ impl Deployer {
 
     pub async fn get_environment(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         group: &str,
         name: &str,
     ) -> Result<EnvironmentRecord> {
         validate::dns_label("group", group)?;
-        self.require(ctx, group, Action::ReadGroup).await?;
+        require(ctx, group, Action::ReadGroup)?;
         self.environment(group, name).await
     }
 
     /// One group's environments, or (group empty) those of every group the caller belongs to.
     pub async fn list_environments(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         group: &str,
         page: Page,
     ) -> Result<(Vec<EnvironmentRecord>, ramen_proto::common::v1::PageInfo)> {
         let query = Query::new().sort_asc("group").sort_asc("name");
         let found = if group.is_empty() {
-            let visible = self.visible_groups(ctx).await?;
+            let visible = crate::caller::visible_groups(ctx)?;
             let mut query = query;
             if let Some(groups) = visible {
                 query = query.is_in("group", groups);
@@ -90,7 +90,7 @@ impl Deployer {
             self.db.environments.find(&query).await?
         } else {
             validate::dns_label("group", group)?;
-            self.require(ctx, group, Action::ReadGroup).await?;
+            require(ctx, group, Action::ReadGroup)?;
             self.db.environments.find(&query.filter(Filter::new().eq("group", group))).await?
         };
         Ok(page.cut(found.into_iter().map(|e| e.value).collect()))
@@ -98,11 +98,11 @@ impl Deployer {
 
     pub async fn update_environment(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         r: pb::UpdateEnvironmentRequest,
     ) -> Result<EnvironmentRecord> {
         validate::dns_label("group", &r.group)?;
-        self.require(ctx, &r.group, Action::ManageEnvironments).await?;
+        require(ctx, &r.group, Action::ManageEnvironments)?;
         let group = self.active_group(&r.group).await?;
         let before = self.environment(&r.group, &r.name).await?;
         if let Some(git_ref) = &r.git_ref {
@@ -144,12 +144,12 @@ impl Deployer {
     /// the group uses, and publishes `EnvironmentDeleted`; the record goes once they are done.
     pub async fn delete_environment(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         group: &str,
         name: &str,
     ) -> Result<Vec<String>> {
         validate::dns_label("group", group)?;
-        self.require(ctx, group, Action::ManageEnvironments).await?;
+        require(ctx, group, Action::ManageEnvironments)?;
         let env = self.environment(group, name).await?;
         if let Some(live) = self.live_job(group, name).await? {
             return Err(Error::FailedPrecondition(format!(

@@ -59,23 +59,42 @@ impl Error {
         }
     }
 
-    /// Maps a gRPC failure of a call to `service` (outages are retryable, refusals are not).
-    pub fn from_status(service: &'static str, status: tonic::Status) -> Self {
+    /// Maps a failed call to another service: outages are retryable (the one table in
+    /// `ramen-clients`), refusals are not.
+    pub fn from_upstream(error: ramen_clients::UpstreamError) -> Self {
         use tonic::Code;
-        let message = status.message().to_owned();
-        match status.code() {
-            Code::Unavailable
-            | Code::DeadlineExceeded
-            | Code::Unknown
-            | Code::Cancelled
-            | Code::ResourceExhausted
-            | Code::Aborted => Self::Unavailable { service, message },
+        let service = error.service;
+        let message = error.message.clone();
+        match error.code {
+            _ if error.is_retryable() => Self::Unavailable { service, message },
             Code::NotFound => Self::NotFound(message),
             Code::InvalidArgument => Self::Refused { service, message },
             Code::FailedPrecondition => Self::FailedPrecondition(format!("{service}: {message}")),
             Code::PermissionDenied => Self::PermissionDenied(message),
             Code::Unauthenticated => Self::Unauthenticated(message),
-            _ => Self::Refused { service, message: format!("{:?}: {message}", status.code()) },
+            code => Self::Refused { service, message: format!("{code:?}: {message}") },
+        }
+    }
+}
+
+impl From<ramen_clients::UpstreamError> for Error {
+    fn from(error: ramen_clients::UpstreamError) -> Self {
+        Self::from_upstream(error)
+    }
+}
+
+impl From<ramen_access::Refusal> for Error {
+    fn from(refusal: ramen_access::Refusal) -> Self {
+        use ramen_access::Refusal;
+        match refusal {
+            Refusal::Unauthenticated(message) => Self::Unauthenticated(message),
+            Refusal::NotFound(message) => {
+                Self::NotFound(message.trim_end_matches(" not found").to_owned())
+            }
+            Refusal::Denied(message) => Self::PermissionDenied(message),
+            Refusal::PasswordChangeRequired => {
+                Self::PermissionDenied(Refusal::PasswordChangeRequired.to_string())
+            }
         }
     }
 }

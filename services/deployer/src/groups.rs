@@ -7,7 +7,7 @@ use ramen_proto::common::v1::AuditOutcome;
 use ramen_proto::deployer::v1 as pb;
 use ramen_store::{Query, StoreError, Versioned};
 
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::conversions::{Page, restrictions_in};
 use crate::error::{Error, Result};
 use crate::git::{check_repo_url, refs::check_ref};
@@ -16,8 +16,12 @@ use crate::ports::Audit;
 use crate::{Deployer, validate};
 
 impl Deployer {
-    pub async fn create_group(&self, ctx: &Ctx, r: pb::CreateGroupRequest) -> Result<GroupRecord> {
-        self.require(ctx, "", Action::CreateGroup).await?;
+    pub async fn create_group(
+        &self,
+        ctx: &Caller,
+        r: pb::CreateGroupRequest,
+    ) -> Result<GroupRecord> {
+        require(ctx, "", Action::CreateGroup)?;
         validate::dns_label("name", &r.name)?;
         check_repo_url(&r.repo_url, self.settings.local_mode)?;
         let default_ref = if r.default_ref.is_empty() { "main".to_owned() } else { r.default_ref };
@@ -65,19 +69,19 @@ impl Deployer {
         Ok(record)
     }
 
-    pub async fn get_group(&self, ctx: &Ctx, name: &str) -> Result<GroupRecord> {
+    pub async fn get_group(&self, ctx: &Caller, name: &str) -> Result<GroupRecord> {
         validate::dns_label("name", name)?;
-        self.require(ctx, name, Action::ReadGroup).await?;
+        require(ctx, name, Action::ReadGroup)?;
         Ok(self.group(name).await?.value)
     }
 
     /// Every group for a super admin; the caller's groups otherwise.
     pub async fn list_groups(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         page: Page,
     ) -> Result<(Vec<GroupRecord>, ramen_proto::common::v1::PageInfo)> {
-        let visible = self.visible_groups(ctx).await?;
+        let visible = crate::caller::visible_groups(ctx)?;
         let all = self.db.groups.find(&Query::new().sort_asc("name")).await?;
         let groups: Vec<GroupRecord> = all
             .into_iter()
@@ -87,9 +91,13 @@ impl Deployer {
         Ok(page.cut(groups))
     }
 
-    pub async fn update_group(&self, ctx: &Ctx, r: pb::UpdateGroupRequest) -> Result<GroupRecord> {
+    pub async fn update_group(
+        &self,
+        ctx: &Caller,
+        r: pb::UpdateGroupRequest,
+    ) -> Result<GroupRecord> {
         validate::dns_label("name", &r.name)?;
-        self.require(ctx, &r.name, Action::ManageGroup).await?;
+        require(ctx, &r.name, Action::ManageGroup)?;
         if let Some(url) = &r.repo_url {
             check_repo_url(url, self.settings.local_mode)?;
         }
@@ -134,18 +142,6 @@ impl Deployer {
         Ok(written.value)
     }
 
-    /// `None` = every group (super admin or service actor).
-    pub(crate) async fn visible_groups(&self, ctx: &Ctx) -> Result<Option<Vec<String>>> {
-        if ctx.actor.is_empty() {
-            return Err(Error::Unauthenticated("no caller identity".into()));
-        }
-        if ctx.service().is_some() {
-            return Ok(None);
-        }
-        let (super_admin, groups) = self.auth.memberships(&ctx.actor).await?;
-        Ok(if super_admin { None } else { Some(groups) })
-    }
-
     pub(crate) async fn group(&self, name: &str) -> Result<Versioned<GroupRecord>> {
         self.db.groups.get(name).await?.ok_or_else(|| Error::NotFound(format!("group `{name}`")))
     }
@@ -161,7 +157,7 @@ impl Deployer {
 
     pub(crate) async fn audit<const N: usize>(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         action: &'static str,
         group: &str,
         target: &str,

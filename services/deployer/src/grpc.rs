@@ -1,5 +1,5 @@
-//! `DeployerService`: each RPC reads the caller from metadata, hands over to the domain and
-//! converts the answer.
+//! `DeployerService`: each RPC takes the caller the serving layer verified from its ticket,
+//! hands over to the domain (which applies the one rule to it) and converts the answer.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use ramen_proto::deployer::v1::deployer_service_server::DeployerService;
 use tonic::{Request, Response, Status};
 
 use crate::Deployer;
-use crate::caller::Ctx;
+use crate::caller::Caller;
 use crate::config_settings;
 use crate::conversions::{self as conv, Page};
 use crate::jobs::{DeadLetterView, WatchStream};
@@ -18,8 +18,8 @@ pub struct DeployerGrpc(pub Arc<Deployer>);
 
 type Answer<T> = Result<Response<T>, Status>;
 
-fn split<T>(request: Request<T>) -> (Ctx, T) {
-    (Ctx::from_metadata(request.metadata()), request.into_inner())
+fn split<T>(request: Request<T>) -> (Caller, T) {
+    (Caller::from_request(&request), request.into_inner())
 }
 
 fn ok<T>(value: T) -> Answer<T> {
@@ -137,7 +137,9 @@ impl DeployerService for DeployerGrpc {
     ) -> Answer<pb::StartDeployResponse> {
         let (ctx, r) = split(request);
         let (job, deduplicated) = self.0.start_deploy(&ctx, r).await?;
-        ok(pb::StartDeployResponse { job_id: job.id, deduplicated })
+        // The job itself, so the caller needs no GetJob after starting it.
+        let stored = conv::job(&job, true);
+        ok(pb::StartDeployResponse { job_id: job.id, deduplicated, job: Some(stored) })
     }
 
     async fn get_job(&self, request: Request<pb::GetJobRequest>) -> Answer<pb::DeployJob> {

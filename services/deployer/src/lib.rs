@@ -29,21 +29,21 @@ mod validate;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ramen_auth::seal::Sealer;
 use ramen_blob::BlobStore;
 use ramen_bus::Bus;
-use ramen_config::ServiceName;
+use ramen_crypto::seal::Sealer;
 use ramen_lifecycle::TaskCenter;
 use ramen_proto::deployer::v1::deployer_service_server::DeployerServiceServer;
-use ramen_service::{Platform, Running, serve_grpc};
+use ramen_service::{Platform, Running};
 use tokio_util::sync::CancellationToken;
 
-pub use caller::Ctx;
+pub use caller::Caller;
 pub use error::{Error, Result};
+pub use ports::{HttpSmoke, Ports, Smoke};
 pub use settings::DeployerSettings;
 
 use crate::git::RepoCache;
-use crate::ports::{AuthClient, Events, ZoneClient};
+use crate::ports::{Auth, Events, Nodes, Zones};
 use crate::store::Db;
 
 #[derive(Debug, thiserror::Error)]
@@ -58,13 +58,17 @@ pub enum StartError {
     Config(#[from] ramen_config::ConfigError),
     #[error("{0}")]
     Setup(#[from] Error),
+    #[error("service client: {0}")]
+    Client(#[from] ramen_clients::UpstreamError),
 }
 
 /// The deployer domain: its collections, the services it drives and its work queue.
 pub struct Deployer {
     pub(crate) db: Db,
-    pub(crate) auth: AuthClient,
-    pub(crate) zones: ZoneClient,
+    pub(crate) auth: Auth,
+    pub(crate) zones: Zones,
+    pub(crate) nodes: Nodes,
+    pub(crate) smoke: Arc<dyn Smoke>,
     pub(crate) events: Events,
     pub(crate) bus: Bus,
     pub(crate) blob: Arc<dyn BlobStore>,
@@ -106,14 +110,16 @@ pub struct Started {
 /// `ramen up` / `ramen serve deployer`.
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
     let settings = DeployerSettings::from_config(&platform.config);
-    Ok(start_with(platform, settings).await?.running)
+    let ports = Ports::grpc(&platform.config, platform.tickets.clone())?;
+    Ok(start_with(platform, settings, ports).await?.running)
 }
 
-/// Starts the deployer with explicit settings: collections, streams, the job worker, the
-/// dead-letter mover, the orphan sweeper, then `DeployerService`.
+/// Starts the deployer with explicit settings and ports: collections, streams, the job worker,
+/// the dead-letter mover, the orphan sweeper, then `DeployerService`.
 pub async fn start_with(
     platform: Platform,
     settings: DeployerSettings,
+    ports: Ports,
 ) -> Result<Started, StartError> {
     let config = platform.config.clone();
     let db = Db::open(platform.store.clone()).await?;
@@ -125,11 +131,10 @@ pub async fn start_with(
     let sealer = Sealer::from_config(&config.auth).ok();
     let deployer = Arc::new(Deployer {
         db,
-        auth: AuthClient::new(&config.endpoint(ServiceName::Auth))?,
-        zones: ZoneClient::new(
-            &config.endpoint(ServiceName::ZoneManager),
-            settings.rollout_timeout,
-        )?,
+        auth: Auth(ports.auth),
+        zones: Zones(ports.zones),
+        nodes: Nodes(ports.nodes),
+        smoke: ports.smoke,
         events,
         bus: platform.bus.clone(),
         blob: platform.blob.clone(),
@@ -148,7 +153,6 @@ pub async fn start_with(
     jobs::start_background(&deployer, &platform).await?;
     let service = DeployerServiceServer::new(grpc::DeployerGrpc(deployer.clone()));
     let routes = tonic::service::Routes::new(service);
-    let (addr, handle) =
-        serve_grpc(config.listen.deployer, routes, platform.shutdown.token()).await?;
+    let (addr, handle) = platform.serve_grpc(config.listen.deployer, routes).await?;
     Ok(Started { running: Running::new("deployer", addr, handle), deployer })
 }

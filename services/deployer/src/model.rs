@@ -144,7 +144,7 @@ pub fn environment_id(group: &str, name: &str) -> String {
 pub struct SettingsRecord {
     pub github_app_id: i64,
     /// Sealed under the secrets key; never returned.
-    pub github_app_private_key: Option<ramen_auth::seal::Sealed>,
+    pub github_app_private_key: Option<ramen_crypto::seal::Sealed>,
     pub auto_rebalance_enabled: bool,
     pub auto_rebalance_interval_seconds: u32,
     pub updated_at_ms: i64,

@@ -60,7 +60,7 @@ pub async fn ensure(
     repos.fetch_and_resolve(group, source.url, commit, source.creds).await?;
     repos.export(group, source.url, commit, &tree).await?;
     let (archive, requirements) = tokio::task::spawn_blocking(move || {
-        let archive = ramen_runner::pack_dir(&tree)?;
+        let archive = ramen_node_contract::archive::pack_dir(&tree)?;
         let requirements = std::fs::read(tree.join("requirements.txt")).ok();
         Ok::<_, std::io::Error>((archive, requirements))
     })

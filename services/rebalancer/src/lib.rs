@@ -20,19 +20,18 @@ pub mod weights;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ramen_clients::{GrpcAuth, GrpcDeployer, GrpcZones as ZoneService};
 use ramen_config::{Config, ServiceName};
 use ramen_lifecycle::TaskCenter;
 use ramen_proto::rebalancer::v1::rebalancer_service_server::RebalancerServiceServer;
-use ramen_service::{Platform, Running, serve_grpc};
+use ramen_service::{Platform, Running};
 
 use crate::actions::{ActionStore, Parts, Rebalancer};
 use crate::autoscaler::Autoscaler;
 use crate::catalog::CatalogHandle;
 use crate::cells::{CellMetrics, LoadCells};
 use crate::lb::{AwsBalancer, AwsSettings, Balancers, GcpBalancer, GcpSettings, LocalBalancer};
-use crate::ports::{
-    AuditPort, GrpcAudit, GrpcSettings, GrpcZones, PortError, SettingsPort, ZonePort,
-};
+use crate::ports::{AuditPort, GrpcAudit, GrpcSettings, GrpcZones, SettingsPort, ZonePort};
 use crate::scheduler::Scheduler;
 use crate::settings::{Settings, SettingsError};
 
@@ -47,7 +46,7 @@ pub enum StartError {
     #[error("bus: {0}")]
     Bus(#[from] ramen_bus::BusError),
     #[error("service client: {0}")]
-    Client(#[from] PortError),
+    Client(#[from] ramen_clients::UpstreamError),
 }
 
 /// What the rebalancer talks to. [`Ports::grpc`] is the deployment's; tests swap parts.
@@ -62,15 +61,20 @@ pub struct Ports {
 impl Ports {
     /// The zone-manager, auth and deployer at their configured endpoints; the clouds as
     /// `rebalancer.aws` / `rebalancer.gcp` say.
-    pub fn grpc(config: &Config) -> Result<Self, StartError> {
+    pub fn grpc(
+        config: &Config,
+        tickets: Arc<ramen_access::TicketKeys>,
+    ) -> Result<Self, StartError> {
         let r = &config.rebalancer;
+        let zones =
+            ZoneService::connect_lazy(&config.endpoint(ServiceName::ZoneManager), tickets.clone())?;
+        let auth = GrpcAuth::connect_lazy(&config.endpoint(ServiceName::Auth), tickets.clone())?;
+        let deployer =
+            GrpcDeployer::connect_lazy(&config.endpoint(ServiceName::Deployer), tickets)?;
         Ok(Self {
-            zones: Arc::new(GrpcZones::new(
-                &config.endpoint(ServiceName::ZoneManager),
-                r.scale_timeout,
-            )?),
-            audit: Arc::new(GrpcAudit::new(&config.endpoint(ServiceName::Auth))?),
-            settings: Arc::new(GrpcSettings::new(&config.endpoint(ServiceName::Deployer))?),
+            zones: Arc::new(GrpcZones::new(Arc::new(zones))),
+            audit: Arc::new(GrpcAudit::new(Arc::new(auth))),
+            settings: Arc::new(GrpcSettings::new(Arc::new(deployer))),
             aws: AwsSettings {
                 region: r.aws.region.clone(),
                 endpoint: r.aws.endpoint.clone(),
@@ -93,7 +97,7 @@ pub struct Started {
 }
 
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
-    let ports = Ports::grpc(&platform.config)?;
+    let ports = Ports::grpc(&platform.config, platform.tickets.clone())?;
     Ok(start_with(platform, ports).await?.running)
 }
 
@@ -136,8 +140,7 @@ pub async fn start_with(platform: Platform, ports: Ports) -> Result<Started, Sta
 
     let api = api::RebalancerApi::new(rebalancer.clone(), scheduler.clone());
     let routes = tonic::service::Routes::new(RebalancerServiceServer::new(api));
-    let (addr, handle) =
-        serve_grpc(config.listen.rebalancer, routes, platform.shutdown.token()).await?;
+    let (addr, handle) = platform.serve_grpc(config.listen.rebalancer, routes).await?;
     Ok(Started { running: Running::new("rebalancer", addr, handle), rebalancer, scheduler })
 }
 

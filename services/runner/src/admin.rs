@@ -30,6 +30,9 @@ pub struct Control {
     pub drain_timeout: Duration,
     policy_version: AtomicU64,
     started_at: SystemTime,
+    /// How the last load went (the one at start from the config, or the last `Reload`), as
+    /// `Status` reports it: the deploy's smoke step reads it instead of loading again.
+    last_load: parking_lot::Mutex<Option<ReloadResponse>>,
 }
 
 impl Control {
@@ -49,6 +52,7 @@ impl Control {
             drain_timeout,
             policy_version: AtomicU64::new(version),
             started_at: SystemTime::now(),
+            last_load: parking_lot::Mutex::new(None),
         }
     }
 
@@ -56,6 +60,49 @@ impl Control {
         let reloaded = self.reloader.reload(&self.node.runtime, snapshot, self.env.clone()).await?;
         self.node.set_report(reloaded.report.clone(), Some(&snapshot.commit));
         Ok(reloaded)
+    }
+
+    /// Loads `snapshot` and answers how it went (what `Reload` returns), remembering the answer
+    /// for `Status`. Only failures that say nothing about the snapshot (it is missing, it does
+    /// not match its digest, the blob store is down) are errors.
+    pub async fn load(&self, snapshot: &SnapshotRef) -> Result<ReloadResponse, ReloadError> {
+        let started = Instant::now();
+        let outcome = self.reload(snapshot).await;
+        let took = prost_types::Duration::try_from(started.elapsed()).ok();
+        let loaded_commit = self.node.loaded_commit();
+        let response = match outcome {
+            Ok(reloaded) => ReloadResponse {
+                outcome: if reloaded.report.load_errors().is_empty() {
+                    ReloadOutcome::Ok
+                } else {
+                    ReloadOutcome::PackageErrors
+                } as i32,
+                loaded_commit,
+                packages: packages(&reloaded.report),
+                pip_ran: reloaded.pip_ran,
+                log: Vec::new(),
+                took,
+            },
+            Err(ReloadError::Pip { status, output }) => ReloadResponse {
+                outcome: ReloadOutcome::PipFailed as i32,
+                loaded_commit,
+                log: std::iter::once(format!("pip install -r requirements.txt failed ({status})"))
+                    .chain(output.lines().map(str::to_owned))
+                    .collect(),
+                took,
+                ..Default::default()
+            },
+            Err(ReloadError::Runtime(RuntimeError::Start(reason))) => ReloadResponse {
+                outcome: ReloadOutcome::RuntimeFailed as i32,
+                loaded_commit,
+                log: reason.lines().map(str::to_owned).collect(),
+                took,
+                ..Default::default()
+            },
+            Err(err) => return Err(err),
+        };
+        *self.last_load.lock() = Some(response.clone());
+        Ok(response)
     }
 
     /// Applies `update` unless it is older than the policy in force. The node-local parts
@@ -96,41 +143,7 @@ impl RunnerService for AdminService {
             key: snapshot.location,
             digest: snapshot.digest.trim_start_matches("sha256:").to_owned(),
         };
-        let started = Instant::now();
-        let outcome = self.0.reload(&snapshot).await;
-        let took = prost_types::Duration::try_from(started.elapsed()).ok();
-        let loaded_commit = self.0.node.loaded_commit();
-        let response = match outcome {
-            Ok(reloaded) => ReloadResponse {
-                outcome: if reloaded.report.load_errors().is_empty() {
-                    ReloadOutcome::Ok
-                } else {
-                    ReloadOutcome::PackageErrors
-                } as i32,
-                loaded_commit,
-                packages: packages(&reloaded.report),
-                pip_ran: reloaded.pip_ran,
-                log: Vec::new(),
-                took,
-            },
-            Err(ReloadError::Pip { status, output }) => ReloadResponse {
-                outcome: ReloadOutcome::PipFailed as i32,
-                loaded_commit,
-                log: std::iter::once(format!("pip install -r requirements.txt failed ({status})"))
-                    .chain(output.lines().map(str::to_owned))
-                    .collect(),
-                took,
-                ..Default::default()
-            },
-            Err(ReloadError::Runtime(RuntimeError::Start(reason))) => ReloadResponse {
-                outcome: ReloadOutcome::RuntimeFailed as i32,
-                loaded_commit,
-                log: reason.lines().map(str::to_owned).collect(),
-                took,
-                ..Default::default()
-            },
-            Err(err) => return Err(reload_status(err)),
-        };
+        let response = self.0.load(&snapshot).await.map_err(reload_status)?;
         Ok(Response::new(response))
     }
 
@@ -139,6 +152,7 @@ impl RunnerService for AdminService {
         _request: Request<StatusRequest>,
     ) -> Result<Response<NodeStatus>, Status> {
         let node = &self.0.node;
+        let last_load = self.0.last_load.lock().clone().unwrap_or_default();
         let track = if node.identity.track == "worker-canary" {
             common::Track::WorkerCanary
         } else {
@@ -159,6 +173,10 @@ impl RunnerService for AdminService {
             sessions: node.sessions.len() as u32,
             started_at: Some(prost_types::Timestamp::from(self.0.started_at)),
             version: env!("CARGO_PKG_VERSION").to_owned(),
+            load_outcome: last_load.outcome,
+            packages: last_load.packages,
+            pip_ran: last_load.pip_ran,
+            load_log: last_load.log,
         }))
     }
 

@@ -19,6 +19,5 @@ mod worker;
 include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 
 pub use config::{BlobConfig, NodeConfig, SnapshotRef};
-pub use policy::{PolicyConfig, hash_key};
-pub use reload::pack_dir;
+pub use policy::PolicyConfig;
 pub use worker::{Worker, WorkerError};

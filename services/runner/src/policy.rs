@@ -6,40 +6,9 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+pub use ramen_node_contract::{PolicyConfig, PolicyError};
+use ramen_node_contract::{key_digest, parse_key_hash, parse_net};
 use subtle::ConstantTimeEq;
-
-/// The policy as configured (node config file, or `UpdatePolicy` from the control plane).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(default)]
-pub struct PolicyConfig {
-    /// Grows with every change pushed by the control plane; an older update is ignored.
-    pub version: u64,
-    /// Off only for fixtures such as the conformance run, which cannot send headers.
-    pub require_key: bool,
-    /// Lowercase hex SHA-256 of each valid MCP key.
-    pub key_hashes: Vec<String>,
-    /// CIDRs allowed to call; empty allows every source.
-    pub ip_allow: Vec<String>,
-    /// Peers whose `X-Forwarded-For` is believed (the edge, a load balancer).
-    pub trusted_proxies: Vec<String>,
-    /// Entries naming a package (all its tools, resources and prompts) or one tool.
-    pub blocked: Vec<String>,
-    /// Packages disabled on this zone.
-    pub disabled_packages: Vec<String>,
-    /// `Origin` values browsers may call from (besides same-origin).
-    pub allowed_origins: Vec<String>,
-    pub verbose: bool,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum PolicyError {
-    #[error("`{0}` is not a CIDR (e.g. 10.0.0.0/8 or 2001:db8::/32)")]
-    BadCidr(String),
-    #[error("key hash `{0}` is not 64 hex characters (SHA-256)")]
-    BadKeyHash(String),
-}
 
 /// The compiled policy the request path reads.
 #[derive(Debug, Default)]
@@ -56,27 +25,13 @@ pub struct Policy {
 }
 
 fn parse_nets(list: &[String]) -> Result<Vec<IpNet>, PolicyError> {
-    list.iter()
-        .map(|s| {
-            let s = s.trim();
-            s.parse::<IpNet>()
-                .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| PolicyError::BadCidr(s.to_owned()))
-        })
-        .collect()
+    list.iter().map(|s| parse_net(s)).collect()
 }
 
 impl Policy {
     pub fn compile(config: PolicyConfig) -> Result<Self, PolicyError> {
-        let key_hashes = config
-            .key_hashes
-            .iter()
-            .map(|h| {
-                let bytes =
-                    hex::decode(h.trim()).map_err(|_| PolicyError::BadKeyHash(h.clone()))?;
-                bytes.try_into().map_err(|_| PolicyError::BadKeyHash(h.clone()))
-            })
-            .collect::<Result<_, _>>()?;
+        let key_hashes =
+            config.key_hashes.iter().map(|h| parse_key_hash(h)).collect::<Result<_, _>>()?;
         Ok(Self {
             require_key: config.require_key,
             key_hashes,
@@ -102,7 +57,7 @@ impl Policy {
         let Some(key) = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) else {
             return false;
         };
-        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        let digest = key_digest(key);
         self.key_hashes.iter().fold(false, |found, h| found | bool::from(h.ct_eq(&digest)))
     }
 
@@ -171,11 +126,6 @@ fn canonical(ip: IpAddr) -> IpAddr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
     }
-}
-
-/// The hash stored for a key: lowercase hex SHA-256.
-pub fn hash_key(key: &str) -> String {
-    hex::encode(Sha256::digest(key.as_bytes()))
 }
 
 #[cfg(test)]

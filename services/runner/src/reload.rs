@@ -8,8 +8,8 @@ use ramen_blob::BlobStore;
 use sha2::{Digest, Sha256};
 use tokio::process::Command;
 
-use crate::config::SnapshotRef;
 use crate::runtime::{Load, Report, Runtime, RuntimeError};
+use ramen_node_contract::{SnapshotRef, archive};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReloadError {
@@ -102,7 +102,7 @@ impl Reloader {
         let key = snapshot.key.clone();
         let archive =
             self.blob.get(&key).await?.ok_or_else(|| ReloadError::Missing { key: key.clone() })?;
-        let actual = hex::encode(Sha256::digest(&archive));
+        let actual = archive::digest(&archive);
         if !actual.eq_ignore_ascii_case(&snapshot.digest) {
             return Err(ReloadError::DigestMismatch {
                 key,
@@ -112,7 +112,7 @@ impl Reloader {
         }
         let tmp = dest.with_extension("partial");
         let unpack_to = tmp.clone();
-        tokio::task::spawn_blocking(move || unpack_archive(&archive, &unpack_to))
+        tokio::task::spawn_blocking(move || archive::unpack(&archive, &unpack_to))
             .await
             .map_err(|e| ReloadError::Unpack { key: key.clone(), reason: e.to_string() })?
             .map_err(|e| ReloadError::Unpack { key, reason: e.to_string() })?;
@@ -200,67 +200,4 @@ fn site_packages_dir(venv: &Path) -> std::io::Result<PathBuf> {
         std::io::ErrorKind::NotFound,
         format!("no site-packages under {}", lib.display()),
     ))
-}
-
-/// Unpacks a gzipped tar, refusing entries that would land outside `dest`.
-fn unpack_archive(archive: &[u8], dest: &Path) -> std::io::Result<()> {
-    if dest.exists() {
-        std::fs::remove_dir_all(dest)?;
-    }
-    std::fs::create_dir_all(dest)?;
-    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
-    tar.set_preserve_permissions(false);
-    for entry in tar.entries()? {
-        let mut entry = entry?;
-        let kind = entry.header().entry_type();
-        if !(kind.is_file() || kind.is_dir()) {
-            continue; // links and devices have no place in a snapshot
-        }
-        // `unpack_in` refuses absolute paths and `..` components.
-        if !entry.unpack_in(dest)? {
-            let path = entry.path()?.display().to_string();
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("entry {path} escapes the snapshot"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Builds a snapshot archive from a directory (used by the deployer's repo sync and tests):
-/// regular files only, sorted, with fixed metadata so the same tree gives the same digest.
-pub fn pack_dir(dir: &Path) -> std::io::Result<Vec<u8>> {
-    let mut files = Vec::new();
-    collect_files(dir, dir, &mut files)?;
-    files.sort();
-    let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut tar = tar::Builder::new(encoder);
-    for relative in files {
-        let data = std::fs::read(dir.join(&relative))?;
-        let mut header = tar::Header::new_gnu();
-        header.set_size(data.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_cksum();
-        tar.append_data(&mut header, &relative, data.as_slice())?;
-    }
-    tar.into_inner()?.finish()
-}
-
-fn collect_files(base: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == ".git" || name == "__pycache__" {
-            continue;
-        }
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            collect_files(base, &entry.path(), out)?;
-        } else if kind.is_file() {
-            out.push(entry.path().strip_prefix(base).map_err(std::io::Error::other)?.to_path_buf());
-        }
-    }
-    Ok(())
 }

@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::routing::get;
 use ramen_blob::{BlobStore, LocalDirStore, S3Settings, S3Store};
 use ramen_lifecycle::{Health, HealthCheck, TaskCenter, admin_router, serve_http};
+use ramen_proto::runner::v1::ReloadOutcome;
 use ramen_telemetry::Metrics;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -126,6 +127,15 @@ impl Worker {
         ));
         let (grpc_addr, grpc_server) =
             serve_grpc(config.grpc, control.clone(), stop.child_token()).await?;
+        if let Some(path) = &config.ports_file {
+            let ports = ramen_node_contract::NodePorts {
+                pid: std::process::id(),
+                mcp: mcp_addr,
+                admin: admin_addr,
+                grpc: grpc_addr,
+            };
+            ports.write(path).map_err(WorkerError::Workdir)?;
+        }
 
         let worker = Self {
             node,
@@ -151,8 +161,17 @@ impl Worker {
         if let Some(snapshot) = self.config.snapshot.clone() {
             let control = self.control.clone();
             self.tasks.spawn("initial-load", move |_token| async move {
-                if let Err(err) = control.reload(&snapshot).await {
-                    tracing::error!(%err, commit = %snapshot.commit, "loading the configured snapshot failed");
+                match control.load(&snapshot).await {
+                    Ok(load) if load.outcome() == ReloadOutcome::Ok => {}
+                    Ok(load) => tracing::error!(
+                        commit = %snapshot.commit,
+                        outcome = ?load.outcome(),
+                        log = %load.log.join("\n"),
+                        "the configured snapshot did not load cleanly"
+                    ),
+                    Err(err) => {
+                        tracing::error!(%err, commit = %snapshot.commit, "loading the configured snapshot failed")
+                    }
                 }
             });
         }

@@ -25,8 +25,9 @@ pub enum Error {
     Provider(#[from] ProviderError),
     #[error("store: {0}")]
     Store(#[from] StoreError),
-    #[error("auth: {0}")]
-    Auth(#[from] crate::auth::AuthError),
+    /// Another service (auth) failed to answer.
+    #[error("{0}")]
+    Upstream(#[from] ramen_clients::UpstreamError),
     #[error("bus: {0}")]
     Bus(#[from] ramen_bus::BusError),
 }
@@ -40,7 +41,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Store(err) => err.is_retryable(),
-            Self::Auth(err) => err.is_retryable(),
+            Self::Upstream(err) => err.is_retryable(),
             Self::Provider(err) => err.is_retryable(),
             Self::Bus(err) => err.is_retryable(),
             _ => false,
@@ -66,7 +67,8 @@ impl From<Error> for tonic::Status {
             Error::Store(StoreError::NotFound { .. }) => Status::not_found(message),
             Error::Store(ref s) if s.is_retryable() => Status::unavailable(message),
             Error::Store(_) => Status::internal(message),
-            Error::Auth(_) | Error::Bus(_) => Status::unavailable(message),
+            Error::Upstream(ref upstream) if !upstream.is_retryable() => upstream.to_status(),
+            Error::Upstream(_) | Error::Bus(_) => Status::unavailable(message),
         }
     }
 }

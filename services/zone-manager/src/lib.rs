@@ -4,7 +4,6 @@
 //! as a resumable saga. See `docs/architecture.md` ("Zone manager").
 
 pub mod api;
-pub mod auth;
 pub mod error;
 pub mod events;
 pub mod manager;
@@ -18,12 +17,12 @@ use std::sync::Arc;
 
 use ramen_config::{Config, ServiceName};
 use ramen_proto::zone::v1::zone_service_server::ZoneServiceServer;
-use ramen_service::{Platform, Running, serve_grpc};
+use ramen_service::{Platform, Running};
 
-use crate::auth::{AuthPort, GrpcAuth};
 use crate::manager::{Settings, ZoneManager};
 use crate::provider::Providers;
-use crate::provider::local::{LocalProvider, LocalSettings};
+use crate::provider::local::{LocalProvider, LocalSettings, NodeAdmin};
+use ramen_clients::{AuthClient, GrpcAuth};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -36,7 +35,7 @@ pub enum StartError {
     #[error("bus: {0}")]
     Bus(#[from] ramen_bus::BusError),
     #[error("auth client: {0}")]
-    Auth(#[from] auth::AuthError),
+    Auth(#[from] ramen_clients::UpstreamError),
     #[error("recovering placements: {0}")]
     Recover(#[from] error::Error),
 }
@@ -48,7 +47,10 @@ pub struct Started {
 }
 
 pub async fn start(platform: Platform) -> Result<Running, StartError> {
-    let auth = GrpcAuth::new(&platform.config.endpoint(ServiceName::Auth))?;
+    let auth = GrpcAuth::connect_lazy(
+        &platform.config.endpoint(ServiceName::Auth),
+        platform.tickets.clone(),
+    )?;
     Ok(start_with(platform, Arc::new(auth)).await?.running)
 }
 
@@ -57,14 +59,15 @@ pub async fn start(platform: Platform) -> Result<Running, StartError> {
 /// then serves `ZoneService`.
 pub async fn start_with(
     platform: Platform,
-    auth: Arc<dyn AuthPort>,
+    auth: Arc<dyn AuthClient>,
 ) -> Result<Started, StartError> {
     let config = &platform.config;
     let settings = settings(config)?;
     let db = store::Db::open(platform.store.clone()).await?;
     ramen_service::ensure_event_stream(&platform.bus, &config.nats).await?;
     let (worker_events, worker_reports) = tokio::sync::mpsc::unbounded_channel();
-    let local = LocalSettings::from_config(config, nats_url(&platform))?;
+    let nodes = NodeAdmin(Arc::new(ramen_clients::GrpcNode::new(platform.tickets.clone())));
+    let local = LocalSettings::from_config(config, nats_url(&platform), nodes)?;
     let local = LocalProvider::new(local, platform.tasks.clone(), worker_events);
     let providers = Providers::default().with(Arc::new(local));
     let publisher = events::Publisher::new(platform.bus.clone());
@@ -83,8 +86,7 @@ pub async fn start_with(
 
     let routes =
         tonic::service::Routes::new(ZoneServiceServer::new(api::ZoneApi::new(manager.clone())));
-    let (addr, handle) =
-        serve_grpc(config.listen.zone_manager, routes, platform.shutdown.token()).await?;
+    let (addr, handle) = platform.serve_grpc(config.listen.zone_manager, routes).await?;
     Ok(Started { running: Running::new("zone-manager", addr, handle), manager })
 }
 

@@ -17,7 +17,10 @@ use crate::error::{BusError, Result};
 #[derive(Clone, Debug)]
 pub(crate) struct Launch {
     pub binary: PathBuf,
-    pub port: u16,
+    /// `None` on a first start without a configured port: the server picks one itself
+    /// (`-p -1`) and reports it in its ports file, so no other process can take it between
+    /// choosing and binding. Restarts then use the port it picked.
+    pub port: Option<u16>,
     pub store_dir: PathBuf,
 }
 
@@ -30,11 +33,14 @@ pub(crate) struct Running {
 
 impl Launch {
     pub fn spawn(&self) -> Result<Running> {
+        let port = self.port.map_or_else(|| "-1".to_owned(), |p| p.to_string());
         let mut child = Command::new(&self.binary)
             .arg("-js")
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-a", "127.0.0.1", "-p", &port])
             .arg("-sd")
             .arg(&self.store_dir)
+            .arg("--ports_file_dir")
+            .arg(self.ports_dir())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -52,8 +58,22 @@ impl Launch {
         if let Some(err) = child.stderr.take() {
             forwarders.push(tokio::spawn(forward(err)));
         }
-        tracing::info!(pid = child.id(), port = self.port, "nats-server started");
+        tracing::info!(pid = child.id(), port = ?self.port, "nats-server started");
         Ok(Running { child, forwarders })
+    }
+
+    /// Where the server writes `<binary name>_<pid>.ports` once it listens.
+    pub fn ports_dir(&self) -> PathBuf {
+        self.store_dir.join("ports")
+    }
+
+    /// The client port the running server `pid` reported, once its ports file is there.
+    pub fn reported_port(&self, pid: u32) -> Option<u16> {
+        let name = self.binary.file_name()?.to_str()?;
+        let text = std::fs::read_to_string(self.ports_dir().join(format!("{name}_{pid}.ports")));
+        let ports: serde_json::Value = serde_json::from_str(&text.ok()?).ok()?;
+        let url = ports.get("nats")?.as_array()?.first()?.as_str()?;
+        url.rsplit(':').next()?.parse().ok()
     }
 }
 

@@ -3,7 +3,6 @@
 mod binary;
 mod child;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -23,7 +22,7 @@ pub struct SupervisorConfig {
     pub data_dir: PathBuf,
     /// A specific `nats-server`; else `PATH`, else the venv (installed on first run).
     pub binary: Option<PathBuf>,
-    /// Client port on 127.0.0.1; a free one when `None`.
+    /// Client port on 127.0.0.1; when `None`, the server picks a free one itself.
     pub port: Option<u16>,
 }
 
@@ -50,28 +49,29 @@ impl NatsSupervisor {
     /// connections.
     pub async fn start(config: SupervisorConfig) -> Result<NatsSupervisor> {
         let binary = binary::locate(&config.data_dir, config.binary.as_deref()).await?;
-        let port = match config.port {
-            Some(port) => {
-                // Otherwise the child would fail to bind while clients talk to the squatter.
-                if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-                    return Err(BusError::NatsServer(format!(
-                        "port {port} is already in use (a nats-server left from an earlier run?)"
-                    )));
-                }
-                port
-            }
-            None => free_port()?,
-        };
-        let store_dir = config.data_dir.join("nats");
-        std::fs::create_dir_all(&store_dir)
-            .map_err(|err| BusError::io(format!("creating {}", store_dir.display()), err))?;
-        let launch = Launch { binary: binary.clone(), port, store_dir };
-        tracing::info!(binary = %binary.display(), port, "starting nats-server");
-        let mut running = launch.spawn()?;
-        if let Err(err) = wait_ready(&mut running, port).await {
-            running.terminate(STOP_DEADLINE).await;
-            return Err(err);
+        if let Some(port) = config.port
+            // Otherwise the child would fail to bind while clients talk to the squatter.
+            && tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+        {
+            return Err(BusError::NatsServer(format!(
+                "port {port} is already in use (a nats-server left from an earlier run?)"
+            )));
         }
+        let store_dir = config.data_dir.join("nats");
+        let mut launch = Launch { binary: binary.clone(), port: config.port, store_dir };
+        std::fs::create_dir_all(launch.ports_dir()).map_err(|err| {
+            BusError::io(format!("creating {}", launch.ports_dir().display()), err)
+        })?;
+        tracing::info!(binary = %binary.display(), port = ?config.port, "starting nats-server");
+        let mut running = launch.spawn()?;
+        let port = match wait_ready(&launch, &mut running).await {
+            Ok(port) => port,
+            Err(err) => {
+                running.terminate(STOP_DEADLINE).await;
+                return Err(err);
+            }
+        };
+        launch.port = Some(port);
         let state = Arc::new(State::default());
         state.pid.store(running.pid().unwrap_or(0), Ordering::SeqCst);
         let cancel = CancellationToken::new();
@@ -153,27 +153,27 @@ async fn supervise(launch: Launch, first: Running, state: Arc<State>, cancel: Ca
     }
 }
 
-async fn wait_ready(running: &mut Running, port: u16) -> Result<()> {
+/// Waits until the server accepts connections; returns its client port (the configured one,
+/// or the one it reported in its ports file).
+async fn wait_ready(launch: &Launch, running: &mut Running) -> Result<u16> {
     let started = tokio::time::Instant::now();
+    let pid = running.pid().unwrap_or(0);
+    let shown = launch.port.map_or_else(|| "the port it picks".to_owned(), |p| format!("port {p}"));
     loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Ok(());
+        let port = launch.port.or_else(|| launch.reported_port(pid));
+        if let Some(port) = port
+            && tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+        {
+            return Ok(port);
         }
         if let Ok(Some(status)) = running.child.try_wait() {
             return Err(BusError::NatsServer(format!(
-                "exited with {status} before accepting connections on port {port} (see its log)"
+                "exited with {status} before accepting connections on {shown} (see its log)"
             )));
         }
         if started.elapsed() > READY_DEADLINE {
-            return Err(BusError::NatsServer(format!("not listening on port {port} after 20 s")));
+            return Err(BusError::NatsServer(format!("not listening on {shown} after 20 s")));
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-}
-
-fn free_port() -> Result<u16> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .map_err(|err| BusError::io("picking a free port", err))
 }

@@ -116,7 +116,10 @@ async fn start_deploy(
         .start_deploy(authed.call.request(request))
         .await?
         .into_inner();
-    let job = job_of(&gateway, &authed.call, &group, &started.job_id).await?;
+    // StartDeploy answers the job itself: no GetJob after it.
+    let job = started
+        .job
+        .ok_or_else(|| ApiError::internal("the deployer answered StartDeploy without the job"))?;
     let status = if started.deduplicated { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, Json(JobView::from(job))))
 }

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use base64::Engine;
 use ramen_api_gateway::{RateLimits, Settings};
+use ramen_clients::Signed;
 use ramen_config::{Config, Secret};
 use ramen_lifecycle::Shutdown;
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
@@ -15,7 +16,6 @@ use ramen_testkit::Nats;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tempfile::TempDir;
-use tonic::transport::Channel;
 
 pub const PASSWORD: &str = "a long enough passphrase";
 pub const JWT_SECRET: &str = "gateway-test-signing-key-long-enough-0123456789";
@@ -169,8 +169,11 @@ impl Stack {
         answer.body["access_token"].as_str().unwrap().to_owned()
     }
 
-    pub async fn grpc(&self) -> AuthServiceClient<Channel> {
-        AuthServiceClient::connect(format!("http://{}", self.auth_addr)).await.unwrap()
+    pub async fn grpc(&self) -> AuthServiceClient<Signed> {
+        let url = format!("http://{}", self.auth_addr);
+        AuthServiceClient::new(
+            ramen_clients::connect_lazy(&url, None, self.platform.tickets.clone()).unwrap(),
+        )
     }
 
     /// Setup through auth directly, as the control plane (`deployer`) would.
@@ -208,7 +211,5 @@ impl Stack {
 }
 
 pub fn as_service<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(metadata::ACTOR, metadata::ACTOR_DEPLOYER.parse().unwrap());
-    request
+    ramen_access::Caller::acting_as(metadata::ACTOR_DEPLOYER).request(message)
 }

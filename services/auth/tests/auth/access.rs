@@ -190,3 +190,34 @@ async fn the_last_super_admin_stays_and_purge_clears_a_group() {
         .await;
     assert_eq!(register.unwrap_err().code(), Code::PermissionDenied);
 }
+
+/// The one trust model: a call must carry a caller ticket signed with the control plane's key.
+/// A bare `x-ramen-actor` (how services once named their caller) or a ticket signed with
+/// another key gets UNAUTHENTICATED before any handler runs.
+#[tokio::test]
+async fn calls_without_a_valid_caller_ticket_are_refused() {
+    use ramen_access::{Caller, TicketKeys};
+    use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
+    let world = World::start().await;
+    let url = format!("http://{}", world.started.running.addr);
+    let request = || ListUsersRequest::default();
+
+    let plain = tonic::transport::Endpoint::from_shared(url.clone()).unwrap().connect_lazy();
+    let mut unsigned = AuthServiceClient::new(plain);
+    let mut spoofed = tonic::Request::new(request());
+    spoofed.metadata_mut().insert("x-ramen-actor", DEPLOYER.parse().unwrap());
+    let refused = unsigned.list_users(spoofed).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{refused:?}");
+    assert!(refused.message().contains("x-ramen-caller"), "{}", refused.message());
+
+    let other_key = std::sync::Arc::new(TicketKeys::new(b"not-the-control-plane-key-at-all", None));
+    let forged = ramen_clients::connect_lazy(&url, None, other_key).unwrap();
+    let mut forged = AuthServiceClient::new(forged);
+    let refused =
+        forged.list_users(Caller::acting_as(DEPLOYER).request(request())).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    assert!(refused.message().contains("signature"), "{}", refused.message());
+
+    let allowed = world.client().list_users(as_actor(DEPLOYER, request())).await;
+    assert!(allowed.is_ok(), "{allowed:?}");
+}

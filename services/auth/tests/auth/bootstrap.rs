@@ -31,10 +31,10 @@ async fn the_one_time_password_works_until_it_is_changed_and_then_never_again() 
     };
     let refused = world.client().create_user(as_actor(&user.id, create)).await.unwrap_err();
     assert_eq!(refused.code(), Code::FailedPrecondition);
-    assert!(
-        refused.message().starts_with(ramen_auth::PASSWORD_CHANGE_REQUIRED),
-        "{}",
-        refused.message()
+    assert_eq!(
+        ramen_proto::metadata::ErrorReason::of(&refused),
+        Some(ramen_proto::metadata::ErrorReason::PasswordChangeRequired),
+        "{refused:?}"
     );
     let authorize = AuthorizeRequest {
         user_id: user.id.clone(),

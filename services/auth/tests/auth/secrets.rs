@@ -1,5 +1,5 @@
 use base64::Engine;
-use ramen_auth::{Auth, Ctx};
+use ramen_auth::{Auth, Caller};
 use ramen_config::Secret;
 use ramen_proto::auth::v1::*;
 use tonic::Code;
@@ -119,7 +119,7 @@ async fn rotation_keeps_values_readable_reseal_moves_them_and_a_wrong_key_fails_
     let admin = admin_of_alpha(&world).await;
     world.client().set_secret(as_actor(&admin, set("TOKEN", "", "", VALUE))).await.unwrap();
     let key_before = key_of(&world, &admin).await;
-    let deployer = Ctx::new(DEPLOYER, "req");
+    let deployer = Caller::new(DEPLOYER, "req");
     let (store, bus) = (world.platform.store.clone(), world.platform.bus.clone());
     let b64 = |key: &[u8; 32]| Secret::new(base64::engine::general_purpose::STANDARD.encode(key));
     let key_b = [22u8; 32];

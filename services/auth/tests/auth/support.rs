@@ -4,7 +4,9 @@
 use std::net::SocketAddr;
 
 use base64::Engine;
+use ramen_access::Caller;
 use ramen_auth::Started;
+use ramen_clients::Signed;
 use ramen_config::{Config, Secret};
 use ramen_lifecycle::Shutdown;
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
@@ -13,7 +15,6 @@ use ramen_proto::metadata;
 use ramen_service::Platform;
 use ramen_testkit::Nats;
 use tempfile::TempDir;
-use tonic::transport::Channel;
 
 pub const PASSWORD: &str = "a long enough passphrase";
 pub const KEY_A: [u8; 32] = [11; 32];
@@ -33,7 +34,7 @@ pub fn config(dir: &std::path::Path, secrets_key: &[u8; 32]) -> Config {
 pub struct World {
     pub started: Started,
     pub platform: Platform,
-    pub client: AuthServiceClient<Channel>,
+    pub client: AuthServiceClient<Signed>,
     pub _nats: Nats,
     pub dir: TempDir,
 }
@@ -46,13 +47,13 @@ impl World {
             .await
             .expect("platform");
         let started = ramen_auth::launch(platform.clone()).await.expect("auth starts");
-        let client = AuthServiceClient::connect(format!("http://{}", started.running.addr))
-            .await
-            .expect("connects");
+        let url = format!("http://{}", started.running.addr);
+        let channel = ramen_clients::connect_lazy(&url, None, platform.tickets.clone()).unwrap();
+        let client = AuthServiceClient::new(channel);
         World { started, platform, client, _nats: nats, dir }
     }
 
-    pub fn client(&self) -> AuthServiceClient<Channel> {
+    pub fn client(&self) -> AuthServiceClient<Signed> {
         self.client.clone()
     }
 
@@ -90,10 +91,8 @@ impl World {
     }
 }
 
-/// A request made on behalf of `actor` (what the api-gateway sets after verifying a token).
+/// A request made on behalf of `actor` (what the api-gateway signs after verifying a token;
+/// auth reads the actor's standing from its own store).
 pub fn as_actor<T>(actor: &str, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(metadata::ACTOR, actor.parse().unwrap());
-    request.metadata_mut().insert(metadata::REQUEST_ID, "req-test".parse().unwrap());
-    request
+    Caller::new(actor, "req-test").request(message)
 }

@@ -10,14 +10,14 @@ use ramen_store::Query;
 use super::claim::{cancel_message, close};
 use super::model::{JobRecord, JobState};
 use crate::Deployer;
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::now_ms;
 
 impl Deployer {
-    pub async fn cancel_job(&self, ctx: &Ctx, job_id: &str, reason: &str) -> Result<JobRecord> {
+    pub async fn cancel_job(&self, ctx: &Caller, job_id: &str, reason: &str) -> Result<JobRecord> {
         let job = self.job(job_id).await?;
-        self.require(ctx, &job.group, Action::Deploy).await?;
+        require(ctx, &job.group, Action::Deploy)?;
         match job.state {
             JobState::Cancelled => return Ok(job),
             JobState::Succeeded | JobState::Failed | JobState::DeadLettered => {
@@ -75,7 +75,7 @@ impl Deployer {
     }
 
     /// Cancels every live job of a group (group deletion).
-    pub(crate) async fn cancel_group_jobs(&self, ctx: &Ctx, group: &str) -> Result<()> {
+    pub(crate) async fn cancel_group_jobs(&self, ctx: &Caller, group: &str) -> Result<()> {
         let live =
             self.db.jobs.find(&Query::new().eq("group", group).exists("active", true)).await?;
         for job in live {

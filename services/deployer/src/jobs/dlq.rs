@@ -9,7 +9,7 @@ use ramen_store::StoreError;
 use super::claim::{cancel_message, close};
 use super::model::{JobRecord, JobState};
 use crate::Deployer;
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::conversions::Page;
 use crate::error::{Error, Result};
 use crate::model::{environment_id, now_ms};
@@ -36,10 +36,10 @@ impl Deployer {
 
     pub async fn list_dead_letters(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         page: Page,
     ) -> Result<(Vec<DeadLetterView>, ramen_proto::common::v1::PageInfo)> {
-        self.require(ctx, "", Action::Admin).await?;
+        require(ctx, "", Action::Admin)?;
         let parked = self.dlq().list(page.offset + page.size + 1).await?;
         let mut views = Vec::with_capacity(parked.len());
         for message in parked {
@@ -48,16 +48,16 @@ impl Deployer {
         Ok(page.cut(views))
     }
 
-    pub async fn get_dead_letter(&self, ctx: &Ctx, sequence: u64) -> Result<DeadLetterView> {
-        self.require(ctx, "", Action::Admin).await?;
+    pub async fn get_dead_letter(&self, ctx: &Caller, sequence: u64) -> Result<DeadLetterView> {
+        require(ctx, "", Action::Admin)?;
         let message = self.parked(sequence).await?;
         self.view(message).await
     }
 
     /// Puts the job back to QUEUED (refused while another deploy of its environment is live)
     /// and republishes its work item.
-    pub async fn replay_dead_letter(&self, ctx: &Ctx, sequence: u64) -> Result<String> {
-        self.require(ctx, "", Action::Admin).await?;
+    pub async fn replay_dead_letter(&self, ctx: &Caller, sequence: u64) -> Result<String> {
+        require(ctx, "", Action::Admin)?;
         let view = self.view(self.parked(sequence).await?).await?;
         let job = self.job(&view.job_id).await?;
         if !matches!(
@@ -113,8 +113,8 @@ impl Deployer {
         Ok(job.id)
     }
 
-    pub async fn discard_dead_letter(&self, ctx: &Ctx, sequence: u64) -> Result<()> {
-        self.require(ctx, "", Action::Admin).await?;
+    pub async fn discard_dead_letter(&self, ctx: &Caller, sequence: u64) -> Result<()> {
+        require(ctx, "", Action::Admin)?;
         let view = self.view(self.parked(sequence).await?).await?;
         self.dlq().discard(sequence).await?;
         if !view.job_id.is_empty() {

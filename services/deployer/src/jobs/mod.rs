@@ -16,7 +16,6 @@ pub mod model;
 mod pipeline;
 mod read;
 mod recorder;
-mod smoke;
 mod steps;
 mod submit;
 mod sweeper;
@@ -31,8 +30,8 @@ use ramen_proto::event::Event;
 use ramen_proto::events::v1::DeployWork;
 use ramen_service::Platform;
 
+pub use crate::ports::smoke::{smoke_key, tools_list};
 pub use dlq::DeadLetterView;
-pub use smoke::{smoke_key, tools_list};
 pub use watch::WatchStream;
 
 use crate::{Deployer, StartError};

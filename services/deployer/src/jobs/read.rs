@@ -8,28 +8,28 @@ use ramen_store::{Filter, Query};
 use super::model::{JobRecord, JobState};
 use super::watch::{WatchStream, watch};
 use crate::Deployer;
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::conversions::Page;
 use crate::error::Result;
 use crate::validate;
 
 impl Deployer {
-    pub async fn get_job(&self, ctx: &Ctx, job_id: &str) -> Result<JobRecord> {
+    pub async fn get_job(&self, ctx: &Caller, job_id: &str) -> Result<JobRecord> {
         let job = self.job(job_id).await?;
-        self.require(ctx, &job.group, Action::ReadGroup).await?;
+        require(ctx, &job.group, Action::ReadGroup)?;
         Ok(job)
     }
 
     pub async fn list_jobs(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         group: &str,
         environment: &str,
         states: &[JobState],
         page: Page,
     ) -> Result<(Vec<JobRecord>, ramen_proto::common::v1::PageInfo)> {
         validate::dns_label("group", group)?;
-        self.require(ctx, group, Action::ReadGroup).await?;
+        require(ctx, group, Action::ReadGroup)?;
         let mut filter = Filter::new().eq("group", group);
         if !environment.is_empty() {
             validate::dns_label("environment", environment)?;
@@ -45,7 +45,7 @@ impl Deployer {
         Ok(page.cut(found.into_iter().map(|j| j.value).collect()))
     }
 
-    pub async fn watch_job(self: &Arc<Self>, ctx: &Ctx, job_id: &str) -> Result<WatchStream> {
+    pub async fn watch_job(self: &Arc<Self>, ctx: &Caller, job_id: &str) -> Result<WatchStream> {
         let job = self.get_job(ctx, job_id).await?;
         Ok(watch(self.clone(), job))
     }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ramen_proto::common::v1::{KeyHash, NodePolicy, Snapshot, Track};
-use ramen_proto::runner::v1::ReloadOutcome;
+use ramen_proto::runner::v1::{NodeStatus, ReloadOutcome};
 use ramen_proto::zone::v1 as zpb;
 
 use super::model::{Step, Stuck};
@@ -13,7 +13,6 @@ use super::recorder::{JobRun, StepEnd};
 use crate::error::Error;
 use crate::git::Credentials;
 use crate::model::{EnvironmentRecord, GroupRecord, now_ms};
-use crate::ports::zones::reload;
 use crate::snapshot::{self, Source, Synced};
 
 /// How a step did not succeed.
@@ -106,18 +105,15 @@ impl Pipeline {
         Ok(StepEnd { outcome, ..StepEnd::default() })
     }
 
-    /// The keys valid on this environment × zone, plus the job's smoke key.
-    async fn keys(&self, zone: &str, with_smoke: bool) -> Result<Vec<KeyHash>, Error> {
-        let mut keys =
-            self.run.deployer.auth.key_hashes(&self.group.name, &self.env.name, zone).await?;
-        if with_smoke {
-            keys.push(KeyHash {
-                key_id: format!("deploy-smoke-{}", self.run.job_id),
-                sha256_hex: ramen_runner::hash_key(&self.smoke_key),
-                expires_at_unix_ms: now_ms() + 6 * 3600 * 1000,
-            });
+    /// The job's own key (its smoke test's), valid beside auth's keys until the zone is done.
+    /// Auth's keys are the zone-manager's to distribute: it asks auth when the config is
+    /// written and again whenever a key changes.
+    fn smoke_key_hash(&self) -> KeyHash {
+        KeyHash {
+            key_id: format!("deploy-smoke-{}", self.run.job_id),
+            sha256_hex: ramen_node_contract::key_hash(&self.smoke_key),
+            expires_at_unix_ms: now_ms() + 6 * 3600 * 1000,
         }
-        Ok(keys)
     }
 
     async fn write_config(&self, zone: &str) -> Result<StepEnd, StepError> {
@@ -130,35 +126,31 @@ impl Pipeline {
             }
             Err(err) => return Err(err.into()),
         }
-        let keys = self.keys(zone, true).await?;
         // The clone token is the control plane's: workers never clone, so they never get it.
         let mut secrets = deployer.auth.resolve_secrets(group, &self.env.name, zone).await?;
         secrets.retain(|s| s.name != crate::credentials::TOKEN_SECRET);
         let (snapshot, _, _) = self.snapshot().await?;
         let outcome = format!(
-            "{} keys, {} secrets, {} blocked, verbose {}",
-            keys.len() - 1,
+            "{} secrets, {} blocked, verbose {}",
             secrets.len(),
             self.env.blocked.len(),
             self.env.verbose
         );
         let config = zpb::NodeConfig {
             environment: self.env.name.clone(),
-            policy: Some(NodePolicy {
-                blocked: self.env.blocked.clone(),
-                key_hashes: keys,
-                ..NodePolicy::default()
-            }),
+            policy: Some(NodePolicy { blocked: self.env.blocked.clone(), ..NodePolicy::default() }),
             secrets: secrets
                 .into_iter()
                 .map(|s| zpb::NodeSecret { name: s.name, value: s.value })
                 .collect(),
             verbose: self.env.verbose,
             snapshot: Some(snapshot.clone()),
+            deploy_keys: vec![self.smoke_key_hash()],
         };
         let written = deployer.zones.write_config(group, zone, config).await?;
+        let keys = written.placement.as_ref().map_or(0, |p| p.key_count);
         Ok(StepEnd {
-            outcome: format!("{outcome}; policy v{}", written.policy_version),
+            outcome: format!("{keys} keys, {outcome}; policy v{}", written.policy_version),
             ..StepEnd::default()
         })
     }
@@ -199,39 +191,35 @@ impl Pipeline {
         })
     }
 
+    /// The canary's restart loaded the snapshot (the node loads the commit its config names
+    /// when it starts); this step reads how that went from each ready canary's `Status`, then
+    /// lists its tools as an ordinary MCP caller would. Nothing is loaded a second time.
     async fn reload_smoke(&self, zone: &str) -> Result<StepEnd, StepError> {
         let deployer = &self.run.deployer;
         let group = &self.group.name;
-        // Again: a key change since WRITE_CONFIG re-pushes the hashes from auth, without it.
-        deployer.zones.live_policy(group, zone, None, Some(self.keys(zone, true).await?)).await?;
-        let (snapshot, _, _) = self.snapshot().await?;
         let workers = deployer.zones.workers(group, zone, Track::WorkerCanary).await?;
         let ready: Vec<&zpb::Worker> = workers
             .iter()
             .filter(|w| w.state == ramen_proto::common::v1::WorkerState::Ready as i32)
             .collect();
         if ready.is_empty() {
-            return Err(failed("no ready worker-canary to reload"));
+            return Err(failed("no ready worker-canary to smoke-test"));
         }
         let mut report = None;
         for worker in &ready {
-            let answer =
-                reload(&worker.admin_address, snapshot.clone(), deployer.settings.reload_timeout)
-                    .await?;
-            self.run.log_lines(zone, Step::ReloadSmoke, answer.log.clone()).await?;
-            check_reload(&worker.id, &answer)?;
-            report.get_or_insert(answer);
+            let status = deployer.nodes.status(&worker.admin_address).await?;
+            self.run.log_lines(zone, Step::ReloadSmoke, status.load_log.clone()).await?;
+            check_load(&worker.id, &self.commit, &status)?;
+            report.get_or_insert(status);
         }
-        let answer = report.expect("at least one ready worker");
-        self.run.set_packages(zone, answer.packages.clone()).await?;
+        let status = report.expect("at least one ready worker");
+        self.run.set_packages(zone, status.packages.clone()).await?;
         let worker = ready[0];
-        let tools = super::smoke::tools_list(
-            &worker.mcp_address,
-            &self.smoke_key,
-            deployer.settings.smoke_timeout,
-        )
-        .await
-        .map_err(|e| failed(format!("smoke test on {}: {e}", worker.id)))?;
+        let tools = deployer
+            .smoke
+            .tools_list(&worker.mcp_address, &self.smoke_key, deployer.settings.smoke_timeout)
+            .await
+            .map_err(|e| failed(format!("smoke test on {}: {e}", worker.id)))?;
         self.run
             .log(
                 zone,
@@ -239,9 +227,9 @@ impl Pipeline {
                 format!("tools/list on {} as an ordinary caller: {}", worker.id, tools.join(", ")),
             )
             .await?;
-        let pip = if answer.pip_ran { "pip ran" } else { "requirements unchanged" };
+        let pip = if status.pip_ran { "pip ran" } else { "requirements unchanged" };
         Ok(StepEnd {
-            outcome: format!("{} packages, {} tools; {pip}", answer.packages.len(), tools.len()),
+            outcome: format!("{} packages, {} tools; {pip}", status.packages.len(), tools.len()),
             ..StepEnd::default()
         })
     }
@@ -255,23 +243,14 @@ impl Pipeline {
             .zones
             .store_packages(&self.group.name, zone, &self.env.name, &self.commit, packages)
             .await?;
-        let keys = self.keys(zone, false).await?;
-        deployer.zones.live_policy(&self.group.name, zone, None, Some(keys)).await?;
+        deployer.zones.clear_deploy_keys(&self.group.name, zone).await?;
         Ok(())
     }
 
     /// Best effort on a failed or cancelled zone: the key is also bounded by its expiry.
     pub async fn drop_smoke_key(&self, zone: &str) {
         let deployer = &self.run.deployer;
-        let result = match self.keys(zone, false).await {
-            Ok(keys) => deployer
-                .zones
-                .live_policy(&self.group.name, zone, None, Some(keys))
-                .await
-                .map(|_| ()),
-            Err(err) => Err(err),
-        };
-        if let Err(err) = result {
+        if let Err(err) = deployer.zones.clear_deploy_keys(&self.group.name, zone).await {
             tracing::debug!(%zone, error = %err, "smoke key not dropped");
         }
     }
@@ -294,14 +273,18 @@ fn rollout_end(track: &str, rollout: &zpb::TrackRolloutResponse) -> Result<StepE
     Err(StepError::Failed(StepEnd { outcome: String::new(), error, stuck }))
 }
 
-fn check_reload(
-    worker: &str,
-    answer: &ramen_proto::runner::v1::ReloadResponse,
-) -> Result<(), StepError> {
-    match answer.outcome() {
+/// The canary runs the deploy's commit and every package loaded.
+fn check_load(worker: &str, commit: &str, status: &NodeStatus) -> Result<(), StepError> {
+    let tail =
+        || status.load_log.iter().rev().take(3).rev().cloned().collect::<Vec<_>>().join(" | ");
+    match status.load_outcome() {
+        _ if status.loaded_commit != commit => Err(failed(format!(
+            "{worker} runs commit `{}`, not `{commit}`",
+            if status.loaded_commit.is_empty() { "none" } else { &status.loaded_commit }
+        ))),
         ReloadOutcome::Ok => Ok(()),
         ReloadOutcome::PackageErrors => {
-            let errors: Vec<String> = answer
+            let errors: Vec<String> = status
                 .packages
                 .iter()
                 .filter_map(|p| p.error.as_ref().map(|e| format!("{}: {}", p.name, e.message)))
@@ -309,14 +292,10 @@ fn check_reload(
             Err(failed(format!("{worker}: package load errors: {}", errors.join("; "))))
         }
         ReloadOutcome::PipFailed => {
-            let tail =
-                answer.log.iter().rev().take(3).rev().cloned().collect::<Vec<_>>().join(" | ");
-            Err(failed(format!("{worker}: pip install -r requirements.txt failed: {tail}")))
+            Err(failed(format!("{worker}: pip install -r requirements.txt failed: {}", tail())))
         }
         ReloadOutcome::RuntimeFailed | ReloadOutcome::Unspecified => {
-            let tail =
-                answer.log.iter().rev().take(3).rev().cloned().collect::<Vec<_>>().join(" | ");
-            Err(failed(format!("{worker}: the runtime did not start: {tail}")))
+            Err(failed(format!("{worker}: the runtime did not start: {}", tail())))
         }
     }
 }

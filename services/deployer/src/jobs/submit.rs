@@ -8,7 +8,7 @@ use ramen_proto::events::v1::{DeployRequested, DeployWork};
 use ramen_store::{Filter, StoreError};
 
 use super::model::{JobRecord, JobState, ZoneRun};
-use crate::caller::Ctx;
+use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::git::refs::check_ref;
 use crate::model::{environment_id, now_ms};
@@ -19,12 +19,12 @@ impl Deployer {
     /// The job id, and whether the idempotency key matched an existing job.
     pub async fn start_deploy(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         r: pb::StartDeployRequest,
     ) -> Result<(JobRecord, bool)> {
         validate::dns_label("group", &r.group)?;
         validate::dns_label("environment", &r.environment)?;
-        self.require(ctx, &r.group, Action::Deploy).await?;
+        require(ctx, &r.group, Action::Deploy)?;
         let key = if r.idempotency_key.is_empty() {
             None
         } else {
@@ -65,7 +65,7 @@ impl Deployer {
     /// group's default, in that order.
     async fn new_job(
         &self,
-        ctx: &Ctx,
+        ctx: &Caller,
         r: &pb::StartDeployRequest,
         key: Option<String>,
     ) -> Result<JobRecord> {
@@ -135,7 +135,7 @@ impl Deployer {
             return;
         }
         let work = DeployWork {
-            meta: Some(crate::ports::events::meta(&Ctx::new(
+            meta: Some(crate::ports::events::meta(&Caller::new(
                 job.requested_by.clone(),
                 job.request_id.clone(),
             ))),

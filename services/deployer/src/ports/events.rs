@@ -6,7 +6,7 @@ use ramen_bus::{Bus, BusError, PublishOptions};
 use ramen_proto::event::Event;
 use ramen_proto::events::v1::EventMeta;
 
-use crate::caller::Ctx;
+use crate::caller::Caller;
 use crate::model::now_ms;
 
 #[derive(Clone)]
@@ -33,7 +33,7 @@ impl Events {
     }
 }
 
-pub fn meta(ctx: &Ctx) -> EventMeta {
+pub fn meta(ctx: &Caller) -> EventMeta {
     EventMeta {
         event_id: uuid::Uuid::now_v7().to_string(),
         at_unix_ms: now_ms(),

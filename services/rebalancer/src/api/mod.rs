@@ -1,5 +1,5 @@
-//! `RebalancerService` over gRPC. The caller is named by `x-ramen-actor` metadata; the gateway
-//! passes the groups a caller may see as the `groups` filter of `ListLoadCells`.
+//! `RebalancerService` over gRPC. Each call's caller (verified from its ticket) is checked with
+//! the one rule; `ListLoadCells` answers only the groups the caller may see.
 
 pub mod conversions;
 mod paging;
@@ -9,6 +9,8 @@ use std::sync::Arc;
 use ramen_proto::rebalancer::v1 as pb;
 use ramen_proto::rebalancer::v1::rebalancer_service_server::RebalancerService;
 use tonic::{Request, Response, Status};
+
+use ramen_access::rule::Action;
 
 use crate::actions::Rebalancer;
 use crate::error::Error;
@@ -28,9 +30,20 @@ impl RebalancerApi {
     }
 }
 
-/// The caller the request names; `unknown` in the audit log when it names none.
+/// The caller the serving layer verified; `unknown` in the audit log when it names none.
 fn caller<T>(request: &Request<T>) -> Caller {
-    Caller::from_metadata_or(request.metadata(), "unknown")
+    Caller::from_request_or(request, "unknown")
+}
+
+fn allow(caller: &Caller, group: &str, action: Action) -> Result<(), Status> {
+    caller.require(group, action).map_err(Status::from)
+}
+
+fn signed_in(caller: &Caller) -> Result<(), Status> {
+    match caller.actor.is_empty() || caller.actor == "unknown" {
+        true => Err(Status::unauthenticated("sign in first: the call names no caller")),
+        false => Ok(()),
+    }
 }
 
 type Answer<T> = Result<Response<T>, Status>;
@@ -41,14 +54,19 @@ impl RebalancerService for RebalancerApi {
         &self,
         request: Request<pb::ListLoadCellsRequest>,
     ) -> Answer<pb::ListLoadCellsResponse> {
+        let caller = caller(&request);
+        signed_in(&caller)?;
+        let visible = caller.visible_groups();
         let r = request.into_inner();
         let page = Page::from_request(r.page.as_ref())?;
         let snapshot = self.rebalancer.cells.snapshot();
         let wanted =
             |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
+        let may_see = |group: &str| visible.as_ref().is_none_or(|v| v.iter().any(|g| g == group));
         let matching: Vec<_> = snapshot
             .cells
             .values()
+            .filter(|c| may_see(&c.group))
             .filter(|c| wanted(&r.groups, &c.group) && wanted(&r.zones, &c.zone))
             .collect();
         let total = matching.len() as u64;
@@ -64,7 +82,9 @@ impl RebalancerService for RebalancerApi {
         &self,
         request: Request<pb::GetLoadCellRequest>,
     ) -> Answer<pb::LoadCell> {
+        let caller = caller(&request);
         let r = request.into_inner();
+        allow(&caller, &r.group, Action::ReadGroup)?;
         let snapshot = self.rebalancer.cells.snapshot();
         let cell = snapshot.cells.get(&(r.group.clone(), r.zone.clone()));
         let cell =
@@ -78,6 +98,7 @@ impl RebalancerService for RebalancerApi {
     ) -> Answer<pb::RebalanceResponse> {
         let caller = caller(&request);
         let r = request.into_inner();
+        allow(&caller, &r.group, Action::ZoneActions)?;
         let (id, record) = self.rebalancer.rebalance(&caller, &r.group, &r.zone).await?;
         Ok(Response::new(conv::response(&id, &record)))
     }
@@ -86,12 +107,18 @@ impl RebalancerService for RebalancerApi {
         &self,
         request: Request<pb::GetRebalanceActionRequest>,
     ) -> Answer<pb::RebalanceAction> {
+        let caller = caller(&request);
         let id = request.into_inner().action_id;
         if id.is_empty() {
             return Err(Error::invalid("action_id", "required").into());
         }
         let record = self.rebalancer.actions.get(&id).await.map_err(Error::from)?;
-        let record = record.ok_or_else(|| Error::NotFound(format!("rebalance action `{id}`")))?;
+        let not_found = || Error::NotFound(format!("rebalance action `{id}`"));
+        let record = record.ok_or_else(not_found)?;
+        // A caller who may not read the group learns nothing, not even that the action exists.
+        if caller.require(&record.group, Action::ReadGroup).is_err() {
+            return Err(not_found().into());
+        }
         Ok(Response::new(conv::action(&id, &record)))
     }
 
@@ -99,7 +126,10 @@ impl RebalancerService for RebalancerApi {
         &self,
         request: Request<pb::ListRebalanceActionsRequest>,
     ) -> Answer<pb::ListRebalanceActionsResponse> {
+        let caller = caller(&request);
         let r = request.into_inner();
+        let action = if r.group.is_empty() { Action::Admin } else { Action::ReadGroup };
+        allow(&caller, &r.group, action)?;
         let page = Page::from_request(r.page.as_ref())?;
         let found = self
             .rebalancer
@@ -114,8 +144,9 @@ impl RebalancerService for RebalancerApi {
 
     async fn get_scheduler_status(
         &self,
-        _request: Request<pb::GetSchedulerStatusRequest>,
+        request: Request<pb::GetSchedulerStatusRequest>,
     ) -> Answer<pb::SchedulerStatus> {
+        signed_in(&caller(&request))?;
         Ok(Response::new(conv::scheduler(&self.scheduler.status().await)))
     }
 }

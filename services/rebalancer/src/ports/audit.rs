@@ -1,23 +1,22 @@
 //! [`AuditPort`] over auth's `AppendAudit`.
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
+use ramen_clients::AuthClient;
 use ramen_proto::auth::v1::{AppendAuditRequest, AuditEntry};
 use ramen_proto::common::v1::AuditOutcome;
-use tonic::transport::Channel;
 
-use super::{AuditPort, AuditRecord, PortError, lazy_channel, request};
+use super::{AuditPort, AuditRecord, PortError};
 use crate::model::Caller;
 
 pub struct GrpcAudit {
-    client: AuthServiceClient<Channel>,
+    auth: Arc<dyn AuthClient>,
 }
 
 impl GrpcAudit {
-    pub fn new(endpoint: &str) -> Result<Self, PortError> {
-        Ok(Self { client: AuthServiceClient::new(lazy_channel(endpoint, Duration::from_secs(5))?) })
+    pub fn new(auth: Arc<dyn AuthClient>) -> Self {
+        Self { auth }
     }
 }
 
@@ -37,12 +36,7 @@ impl AuditPort for GrpcAudit {
             details: entry.details.into_iter().collect(),
             at: None,
         };
-        let message = AppendAuditRequest { entry: Some(entry) };
-        self.client
-            .clone()
-            .append_audit(request(&caller, message))
-            .await
-            .map_err(|s| PortError::from_status("auth", s))?;
+        self.auth.append_audit(&caller, AppendAuditRequest { entry: Some(entry) }).await?;
         Ok(())
     }
 }

@@ -1,7 +1,8 @@
 //! What the rebalancer needs from other services, each behind a trait so the core logic runs
 //! against them or against a stand-in: the zone-manager ([`ZonePort`]), auth's audit log
 //! ([`AuditPort`]) and the deployer's Config settings ([`SettingsPort`]). The `Grpc*` types are
-//! the real adapters (channels connect lazily, so start-up never waits for another service).
+//! the real adapters, built on `ramen-clients` (lazy signed channels, so start-up never waits
+//! for another service; one table of retryable codes).
 
 mod audit;
 mod settings;
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tonic::transport::{Channel, Endpoint};
+use ramen_clients::UpstreamError;
 
 pub use audit::GrpcAudit;
 pub use settings::GrpcSettings;
@@ -36,17 +37,11 @@ impl PortError {
         matches!(self, Self::Unavailable(_))
     }
 
-    pub(crate) fn from_status(service: &str, status: tonic::Status) -> Self {
-        use tonic::Code;
-        let message = format!("{service}: {}", status.message());
-        match status.code() {
-            Code::Unavailable
-            | Code::DeadlineExceeded
-            | Code::Unknown
-            | Code::Cancelled
-            | Code::ResourceExhausted
-            | Code::Aborted => Self::Unavailable(message),
-            Code::NotFound => Self::NotFound(status.message().to_owned()),
+    pub(crate) fn from_upstream(error: UpstreamError) -> Self {
+        let message = error.to_string();
+        match () {
+            _ if error.is_retryable() => Self::Unavailable(message),
+            _ if error.is_not_found() => Self::NotFound(error.message),
             _ => Self::Refused(message),
         }
     }
@@ -138,26 +133,8 @@ pub trait SettingsPort: Send + Sync {
     async fn get(&self) -> Result<SchedulerSettings, PortError>;
 }
 
-/// A channel connected on first use, bounding every call by `timeout`.
-pub(crate) fn lazy_channel(endpoint: &str, timeout: Duration) -> Result<Channel, PortError> {
-    Ok(Endpoint::from_shared(endpoint.to_owned())
-        .map_err(|e| PortError::Refused(format!("endpoint {endpoint:?}: {e}")))?
-        .connect_timeout(Duration::from_secs(2))
-        .timeout(timeout)
-        .connect_lazy())
-}
-
-/// A request carrying the caller as `x-ramen-actor` / `x-request-id` metadata.
-pub(crate) fn request<T>(caller: &Caller, message: T) -> tonic::Request<T> {
-    use ramen_proto::metadata;
-    let mut request = tonic::Request::new(message);
-    if let Ok(actor) = caller.actor.parse() {
-        request.metadata_mut().insert(metadata::ACTOR, actor);
+impl From<UpstreamError> for PortError {
+    fn from(error: UpstreamError) -> Self {
+        Self::from_upstream(error)
     }
-    if !caller.request_id.is_empty()
-        && let Ok(id) = caller.request_id.parse()
-    {
-        request.metadata_mut().insert(metadata::REQUEST_ID, id);
-    }
-    request
 }

@@ -1,41 +1,34 @@
 //! [`ZonePort`] over the zone-manager's `ZoneService`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ramen_clients::ZoneClient;
 use ramen_proto::common::v1::{
     PageRequest, PlacementStatus, Provider as PbProvider, Track, WorkerState,
 };
 use ramen_proto::zone::v1 as pb;
-use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
-use tonic::transport::Channel;
 
-use super::{
-    Caller, PlacementInfo, PortError, WorkerInfo, ZoneInfo, ZonePort, lazy_channel, request,
-};
+use super::{Caller, PlacementInfo, PortError, WorkerInfo, ZoneInfo, ZonePort};
 use crate::model::Provider;
 
-/// Bound on ordinary calls; `ScaleTrack` gets the scale timeout on top.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 const PAGE: u32 = 500;
 
 pub struct GrpcZones {
-    client: ZoneServiceClient<Channel>,
-    scaler: ZoneServiceClient<Channel>,
+    zones: Arc<dyn ZoneClient>,
 }
 
 impl GrpcZones {
-    pub fn new(endpoint: &str, scale_timeout: Duration) -> Result<Self, PortError> {
-        Ok(Self {
-            client: ZoneServiceClient::new(lazy_channel(endpoint, CALL_TIMEOUT)?),
-            scaler: ZoneServiceClient::new(lazy_channel(endpoint, scale_timeout + CALL_TIMEOUT)?),
-        })
+    pub fn new(zones: Arc<dyn ZoneClient>) -> Self {
+        Self { zones }
     }
+}
 
-    fn status(status: tonic::Status) -> PortError {
-        PortError::from_status("zone-manager", status)
-    }
+/// The rebalancer's own reads (the catalog, the load-balancer targets).
+fn own() -> Caller {
+    Caller::acting_as(ramen_proto::metadata::ACTOR_REBALANCER)
 }
 
 fn provider(value: i32) -> Option<Provider> {
@@ -65,13 +58,7 @@ impl GrpcZones {
         let (mut counts, mut token) = (HashMap::new(), String::new());
         loop {
             let list = pb::ListZoneSummariesRequest { page: page(token), groups: Vec::new() };
-            let answer = self
-                .client
-                .clone()
-                .list_zone_summaries(list)
-                .await
-                .map_err(Self::status)?
-                .into_inner();
+            let answer = self.zones.list_zone_summaries(&own(), list).await?;
             for summary in answer.zones {
                 let zone = summary.zone.map(|z| z.name).unwrap_or_default();
                 for group in summary.groups {
@@ -91,9 +78,8 @@ impl ZonePort for GrpcZones {
     async fn zones(&self) -> Result<Vec<ZoneInfo>, PortError> {
         let (mut zones, mut token) = (Vec::new(), String::new());
         loop {
-            let mut client = self.client.clone();
-            let answer = client.list_zones(pb::ListZonesRequest { page: page(token) }).await;
-            let answer = answer.map_err(Self::status)?.into_inner();
+            let answer =
+                self.zones.list_zones(&own(), pb::ListZonesRequest { page: page(token) }).await?;
             zones.extend(answer.zones.into_iter().filter_map(zone_info));
             match next(answer.page) {
                 Some(t) => token = t,
@@ -103,9 +89,8 @@ impl ZonePort for GrpcZones {
     }
 
     async fn zone(&self, name: &str) -> Result<ZoneInfo, PortError> {
-        let answer =
-            self.client.clone().get_zone(pb::GetZoneRequest { name: name.to_owned() }).await;
-        let zone = answer.map_err(Self::status)?.into_inner();
+        let zone =
+            self.zones.get_zone(&own(), pb::GetZoneRequest { name: name.to_owned() }).await?;
         zone_info(zone).ok_or_else(|| PortError::Refused(format!("zone `{name}` has no provider")))
     }
 
@@ -114,8 +99,7 @@ impl ZonePort for GrpcZones {
         let (mut placements, mut token) = (Vec::new(), String::new());
         loop {
             let list = pb::ListPlacementsRequest { page: page(token), ..Default::default() };
-            let answer =
-                self.client.clone().list_placements(list).await.map_err(Self::status)?.into_inner();
+            let answer = self.zones.list_placements(&own(), list).await?;
             placements.extend(answer.placements.into_iter().map(|p| {
                 let active =
                     matches!(p.status(), PlacementStatus::Ready | PlacementStatus::Degraded);
@@ -146,8 +130,7 @@ impl ZonePort for GrpcZones {
                 track: Track::Unspecified as i32,
                 page: page(token),
             };
-            let answer =
-                self.client.clone().list_workers(list).await.map_err(Self::status)?.into_inner();
+            let answer = self.zones.list_workers(&own(), list).await?;
             workers.extend(answer.workers.into_iter().map(|w| WorkerInfo {
                 stable: w.track() == Track::Worker,
                 ready: w.state() == WorkerState::Ready,
@@ -173,13 +156,8 @@ impl ZonePort for GrpcZones {
             .collect();
         let message =
             pb::SetEdgeWeightsRequest { group: group.to_owned(), zone: zone.to_owned(), weights };
-        let answer = self
-            .client
-            .clone()
-            .set_edge_weights(request(caller, message))
-            .await
-            .map_err(Self::status)?;
-        Ok(answer.into_inner().weights.into_iter().map(|w| (w.worker_id, w.weight)).collect())
+        let answer = self.zones.set_edge_weights(caller, message).await?;
+        Ok(answer.weights.into_iter().map(|w| (w.worker_id, w.weight)).collect())
     }
 
     async fn scale_stable(
@@ -197,12 +175,6 @@ impl ZonePort for GrpcZones {
             replicas,
             timeout: timeout.try_into().ok(),
         };
-        let answer = self
-            .scaler
-            .clone()
-            .scale_track(request(caller, message))
-            .await
-            .map_err(Self::status)?;
-        Ok(answer.into_inner().ready)
+        Ok(self.zones.scale_track(caller, message).await?.ready)
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use ramen_clients::Signed;
 use ramen_edge::{
     Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, WorkerRoute, ZoneRoute,
     router,
@@ -21,12 +22,11 @@ use ramen_proto::zone::v1::ListEndpointsRequest;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_testkit::eventually;
 use serde_json::json;
-use tonic::transport::Channel;
 
 use crate::support::Harness;
 use crate::workers::KEY;
 
-struct ZoneDirectory(ZoneServiceClient<Channel>);
+struct ZoneDirectory(ZoneServiceClient<Signed>);
 
 #[async_trait::async_trait]
 impl Directory for ZoneDirectory {
@@ -56,7 +56,7 @@ impl Directory for ZoneDirectory {
     }
 }
 
-async fn serve_edge(zones: ZoneServiceClient<Channel>) -> String {
+async fn serve_edge(zones: ZoneServiceClient<Signed>) -> String {
     let edge = Arc::new(Edge::new(
         Arc::new(ZoneDirectory(zones)),
         SessionSealer::from_secret(b"test"),

@@ -69,9 +69,8 @@ async fn in_progress_operation_answers_not_applied_then_the_retry_applies_it() {
         h.platform.bus.subscribe(&ramen_service::subject::<RebalanceApplied>()).await.unwrap();
     let _nodes = report_load(&h).await;
 
-    let mut request =
-        tonic::Request::new(pb::RebalanceRequest { group: "team".into(), zone: "gcp-a".into() });
-    request.metadata_mut().insert(ramen_proto::metadata::ACTOR, "u-alice".parse().unwrap());
+    let request = ramen_clients::fakes::super_admin("u-alice")
+        .request(pb::RebalanceRequest { group: "team".into(), zone: "gcp-a".into() });
     let answer = h.client.clone().rebalance(request).await.unwrap().into_inner();
     assert!(!answer.applied, "{answer:?}");
     assert!(answer.note.contains("RUNNING") && answer.note.contains("retrying"), "{}", answer.note);
@@ -126,9 +125,8 @@ async fn a_missing_backend_is_refused_and_audited() {
     let h = gcp_harness(&standin).await;
     let _nodes = report_load(&h).await;
     standin.state.lock().services.get_mut("ramen-team").unwrap().remove(0);
-    let mut request =
-        tonic::Request::new(pb::RebalanceRequest { group: "team".into(), zone: "gcp-a".into() });
-    request.metadata_mut().insert(ramen_proto::metadata::ACTOR, "u-bob".parse().unwrap());
+    let request = ramen_clients::fakes::super_admin("u-bob")
+        .request(pb::RebalanceRequest { group: "team".into(), zone: "gcp-a".into() });
     let err = h.client.clone().rebalance(request).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::FailedPrecondition);
     assert!(err.message().contains("ramen-team-gcp-a"), "{}", err.message());

@@ -13,6 +13,8 @@ use ramen_testkit::{Nats, eventually, free_port, patience};
 use tokio::process::{Child, Command};
 
 const TTL: Duration = Duration::from_secs(2);
+/// Both replicas' control-plane key: the test's calls are signed with it, as a peer's would be.
+const JWT_SECRET: &str = "leadership-test-signing-secret-0123456789";
 
 struct Replica {
     name: &'static str,
@@ -26,6 +28,7 @@ fn spawn(name: &'static str, nats: &Nats, dir: &std::path::Path) -> Replica {
     let child = Command::new(env!("CARGO_BIN_EXE_ramen-rebalancer"))
         .env("HOSTNAME", name)
         .env("RAMEN_NATS_URL", nats.url())
+        .env("RAMEN_JWT_SECRET", JWT_SECRET)
         .env("RAMEN_DATA_DIR", dir.join(name))
         .env("RAMEN_LISTEN__REBALANCER", format!("127.0.0.1:{port}"))
         .env("RAMEN_LISTEN__ADMIN", format!("127.0.0.1:{}", free_port()))
@@ -42,9 +45,9 @@ fn spawn(name: &'static str, nats: &Nats, dir: &std::path::Path) -> Replica {
 }
 
 async fn is_leader(replica: &Replica) -> Result<bool, String> {
-    let mut client = RebalancerServiceClient::connect(format!("http://127.0.0.1:{}", replica.port))
-        .await
-        .map_err(|e| e.to_string())?;
+    let keys = std::sync::Arc::new(ramen_access::TicketKeys::from_secrets(JWT_SECRET, ""));
+    let url = format!("http://127.0.0.1:{}", replica.port);
+    let mut client = RebalancerServiceClient::new(ramen_clients::fakes::test_channel(&url, keys));
     let status = client
         .get_scheduler_status(pb::GetSchedulerStatusRequest {})
         .await

@@ -12,6 +12,8 @@ use async_trait::async_trait;
 use base64::Engine;
 use parking_lot::Mutex;
 use ramen_bus::PublishOptions;
+use ramen_clients::fakes::test_channel;
+use ramen_clients::{GrpcAuth, Signed};
 use ramen_config::{Config, Secret};
 use ramen_lifecycle::Shutdown;
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
@@ -29,10 +31,14 @@ use ramen_rebalancer::{Ports, Started};
 use ramen_service::Platform;
 use ramen_testkit::Nats;
 use tempfile::TempDir;
-use tonic::transport::Channel;
 
 pub fn any() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
+}
+
+/// Keys nothing verifies (a client of an address where no service listens).
+fn nowhere_keys() -> Arc<ramen_access::TicketKeys> {
+    Arc::new(ramen_access::TicketKeys::new(b"nowhere", None))
 }
 
 /// Short windows so tests see liveness, retries and leases move within seconds.
@@ -61,10 +67,10 @@ pub struct Harness {
     _nats: Nats,
     pub dir: TempDir,
     pub platform: Platform,
-    pub auth: AuthServiceClient<Channel>,
+    pub auth: AuthServiceClient<Signed>,
     pub rebalancer: Started,
-    pub client: RebalancerServiceClient<Channel>,
-    pub zone_manager: Option<ZoneServiceClient<Channel>>,
+    pub client: RebalancerServiceClient<Signed>,
+    pub zone_manager: Option<ZoneServiceClient<Signed>>,
 }
 
 impl Harness {
@@ -93,9 +99,12 @@ impl Harness {
         }
         let mut ports = Ports {
             zones: Arc::new(StaticZones::default()),
-            audit: Arc::new(GrpcAudit::new("http://127.0.0.1:9").unwrap()),
+            audit: Arc::new(GrpcAudit::new(Arc::new(ramen_clients::fakes::FakeAuth::default()))),
             // No deployer runs: settings come from `SettingsChanged` events the tests publish.
-            settings: Arc::new(GrpcSettings::new("http://127.0.0.1:9").unwrap()),
+            settings: Arc::new(GrpcSettings::new(Arc::new(
+                ramen_clients::GrpcDeployer::connect_lazy("http://127.0.0.1:9", nowhere_keys())
+                    .unwrap(),
+            ))),
             aws: AwsSettings::default(),
             gcp: GcpSettings::default(),
         };
@@ -104,28 +113,27 @@ impl Harness {
             Platform::open(config, &nats.url(), Shutdown::new()).await.expect("platform opens");
         let auth = ramen_auth::launch(platform.clone()).await.expect("auth starts");
         let auth_url = format!("http://{}", auth.running.addr);
-        ports.audit = Arc::new(GrpcAudit::new(&auth_url).unwrap());
+        let keys = platform.tickets.clone();
+        let auth_client = Arc::new(GrpcAuth::connect_lazy(&auth_url, keys.clone()).unwrap());
+        ports.audit = Arc::new(GrpcAudit::new(auth_client.clone()));
         let mut zone_manager = None;
         ports.zones = match zones {
             Some(zones) => zones,
             None => {
-                let auth_port =
-                    Arc::new(ramen_zone_manager::auth::GrpcAuth::new(&auth_url).unwrap());
-                let started = ramen_zone_manager::start_with(platform.clone(), auth_port)
+                let started = ramen_zone_manager::start_with(platform.clone(), auth_client)
                     .await
                     .expect("zone-manager starts");
                 let url = format!("http://{}", started.running.addr);
-                zone_manager = Some(ZoneServiceClient::connect(url.clone()).await.unwrap());
-                Arc::new(GrpcZones::new(&url, Duration::from_secs(120)).unwrap())
+                zone_manager = Some(ZoneServiceClient::new(test_channel(&url, keys.clone())));
+                let zones = ramen_clients::GrpcZones::connect_lazy(&url, keys.clone()).unwrap();
+                Arc::new(GrpcZones::new(Arc::new(zones)))
             }
         };
         let rebalancer =
             ramen_rebalancer::start_with(platform.clone(), ports).await.expect("rebalancer starts");
-        let client =
-            RebalancerServiceClient::connect(format!("http://{}", rebalancer.running.addr))
-                .await
-                .unwrap();
-        let auth = AuthServiceClient::connect(auth_url).await.unwrap();
+        let url = format!("http://{}", rebalancer.running.addr);
+        let client = RebalancerServiceClient::new(test_channel(&url, keys.clone()));
+        let auth = AuthServiceClient::new(test_channel(&auth_url, keys));
         Self { _nats: nats, dir, platform, auth, rebalancer, client, zone_manager }
     }
 
@@ -168,8 +176,7 @@ impl Harness {
             action_prefix: action_prefix.into(),
             ..Default::default()
         };
-        let mut request = tonic::Request::new(query);
-        request.metadata_mut().insert(ramen_proto::metadata::ACTOR, "scheduler".parse().unwrap());
+        let request = Caller::acting_as(ramen_proto::metadata::ACTOR_SCHEDULER).request(query);
         self.auth.clone().query_audit(request).await.unwrap().into_inner().entries
     }
 }

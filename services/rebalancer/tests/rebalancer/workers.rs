@@ -30,8 +30,7 @@ pub fn zone_config(config: &mut Config) {
 impl Harness {
     pub fn zones(
         &self,
-    ) -> ramen_proto::zone::v1::zone_service_client::ZoneServiceClient<tonic::transport::Channel>
-    {
+    ) -> ramen_proto::zone::v1::zone_service_client::ZoneServiceClient<ramen_clients::Signed> {
         self.zone_manager.clone().expect("started with the zone-manager")
     }
 
@@ -48,7 +47,9 @@ impl Harness {
             .ensure_placement(pb::EnsurePlacementRequest { group: group.into(), zone: zone.into() })
             .await
             .expect("placement");
-        let archive = ramen_runner::pack_dir(&repo_root().join("examples/hello-repo")).unwrap();
+        let archive =
+            ramen_node_contract::archive::pack_dir(&repo_root().join("examples/hello-repo"))
+                .unwrap();
         let digest = hex::encode(Sha256::digest(&archive));
         let location = format!("groups/{group}/snapshots/c1.tar.gz");
         let blob = LocalDirStore::open(self.dir.path().join("blobs")).unwrap();
@@ -61,14 +62,14 @@ impl Harness {
         };
         let key = common::KeyHash {
             key_id: "k1".into(),
-            sha256_hex: ramen_runner::hash_key(KEY),
+            sha256_hex: ramen_node_contract::key_hash(KEY),
             expires_at_unix_ms: 0,
         };
-        let policy = common::NodePolicy { key_hashes: vec![key], ..Default::default() };
+        // A deploy's own key (auth's keys are the zone-manager's to ask for; there are none).
         let node = pb::NodeConfig {
             environment: "prod".into(),
-            policy: Some(policy),
             snapshot: Some(snapshot),
+            deploy_keys: vec![key],
             ..Default::default()
         };
         let write =

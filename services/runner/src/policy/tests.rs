@@ -1,4 +1,5 @@
 use super::*;
+use ramen_node_contract::key_hash as hash_key;
 
 fn policy(config: PolicyConfig) -> Policy {
     Policy::compile(config).unwrap()

@@ -56,7 +56,7 @@ async fn calls_without_a_valid_key_get_401() {
     assert_eq!(status(with_key(&node.url)).await, 200, "the right key");
 
     // Keys are part of the live policy: a rotated-out key stops working at once.
-    node.set_policy(|p| p.key_hashes = vec![ramen_runner::hash_key("rk_test_rotated")]);
+    node.set_policy(|p| p.key_hashes = vec![ramen_node_contract::key_hash("rk_test_rotated")]);
     assert_eq!(status(with_key(&node.url)).await, 401);
     let rotated = initialize(&node.url).header(AUTHORIZATION, "Bearer rk_test_rotated");
     assert_eq!(status(rotated).await, 200);

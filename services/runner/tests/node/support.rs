@@ -6,9 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ramen_blob::{BlobStore, LocalDirStore};
+use ramen_node_contract::archive::pack_dir;
+use ramen_node_contract::key_hash as hash_key;
 use ramen_runner::node::Node;
 use ramen_runner::policy::Policy;
-use ramen_runner::{NodeConfig, PolicyConfig, SnapshotRef, Worker, hash_key, pack_dir};
+use ramen_runner::{NodeConfig, PolicyConfig, SnapshotRef, Worker};
 use ramen_telemetry::Metrics;
 pub use ramen_testkit::workers::{python, repo_root, site_packages};
 use sha2::{Digest, Sha256};

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use ramen_node_contract::SnapshotRef;
 use ramen_proto::common::v1 as common;
 use ramen_proto::zone::v1 as pb;
-use ramen_runner::SnapshotRef;
 
 use crate::error::{Error, Result};
 use crate::model::{
@@ -136,6 +136,7 @@ pub fn placement(record: &PlacementRecord) -> pb::Placement {
         policy_version: record.policy_version,
         created_at: timestamp(record.created_at_ms),
         updated_at: timestamp(record.updated_at_ms),
+        key_count: record.key_hashes.len() as u32,
     }
 }
 

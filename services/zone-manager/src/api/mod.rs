@@ -1,7 +1,6 @@
-//! `ZoneService` over gRPC: requests are converted to domain calls on [`ZoneManager`], and every
-//! mutating call is appended to the audit log (success or failure) with the caller named by
-//! `x-ramen-actor`. Role checks happen at the gateway (zones and sizes: super admin; counts,
-//! IP rules, packages: group admin); this service trusts its control-plane callers.
+//! `ZoneService` over gRPC: each call's caller (verified from its ticket) is checked with the
+//! one rule (`service.rs`), the request converted to domain calls on [`ZoneManager`], and every
+//! mutating call appended to the audit log (success or failure) as its caller.
 
 pub mod conversions;
 mod packages;
@@ -17,7 +16,8 @@ use std::time::Duration;
 use ramen_proto::common::v1::AuditOutcome;
 use tonic::{Request, Status};
 
-use crate::auth::AuditRecord;
+use ramen_proto::auth::v1::{AppendAuditRequest, AuditEntry};
+
 use crate::error::Result;
 use crate::events::Caller;
 use crate::manager::ZoneManager;
@@ -53,17 +53,21 @@ impl ZoneApi {
                 AuditOutcome::Failure
             }
         };
-        let entry = AuditRecord {
+        let entry = AuditEntry {
             actor: caller.actor.clone(),
             action: action.to_owned(),
             group: group.to_owned(),
             target: target.clone(),
-            outcome,
+            outcome: outcome as i32,
             request_id: caller.request_id.clone(),
-            details,
+            details: details.into_iter().collect(),
+            ..AuditEntry::default()
         };
-        match tokio::time::timeout(AUDIT_TIMEOUT, self.manager.auth.append_audit(entry)).await {
-            Ok(Ok(())) => {}
+        let own = crate::events::own_caller();
+        let append =
+            self.manager.auth.append_audit(&own, AppendAuditRequest { entry: Some(entry) });
+        match tokio::time::timeout(AUDIT_TIMEOUT, append).await {
+            Ok(Ok(_)) => {}
             Ok(Err(err)) => tracing::warn!(%err, action, %target, "audit entry not appended"),
             Err(_) => {
                 tracing::warn!(action, %target, "audit entry not appended: auth did not answer in time")
@@ -73,10 +77,10 @@ impl ZoneApi {
     }
 }
 
-/// The caller named in the request metadata (set by the gateway or a calling service);
+/// The caller the serving layer verified (the gateway's user or a calling service);
 /// `unknown` in the audit log when it names none.
 pub fn caller<T>(request: &Request<T>) -> Caller {
-    Caller::from_metadata_or(request.metadata(), "unknown")
+    Caller::from_request_or(request, "unknown")
 }
 
 fn zone_target(zone: &str) -> String {

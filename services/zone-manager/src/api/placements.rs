@@ -104,8 +104,17 @@ impl ZoneApi {
                 .clone()
                 .ok_or_else(|| crate::error::Error::invalid("config", "is required"))?;
             let policy = config.policy.clone().unwrap_or_default();
-            let live =
-                LivePolicy { blocked: Some(policy.blocked), key_hashes: Some(policy.key_hashes) };
+            if !policy.key_hashes.is_empty() {
+                return Err(crate::error::Error::invalid(
+                    "config.policy.key_hashes",
+                    "keys come from auth, asked by the zone-manager; send a deploy's own keys as `deploy_keys`",
+                ));
+            }
+            let live = LivePolicy {
+                blocked: Some(policy.blocked),
+                key_hashes: None,
+                deploy_keys: Some(config.deploy_keys.clone()),
+            };
             let template = conv::template(config)?;
             self.manager.write_config(&caller, &r.group, &r.zone, template, live).await
         }
@@ -129,6 +138,7 @@ impl ZoneApi {
         let live = LivePolicy {
             blocked: r.blocked.map(|b| b.values),
             key_hashes: r.key_hashes.map(|k| k.keys),
+            deploy_keys: r.clear_deploy_keys.then(Vec::new),
         };
         let result = self.manager.update_live_policy(&caller, &r.group, &r.zone, live).await;
         let placement = self

@@ -1,9 +1,12 @@
 //! Events from other services the zone-manager acts on, each through its own durable consumer
 //! (replicas share it). Handlers are idempotent: a redelivered event changes nothing twice.
-//! - `GroupDeleted`: tear down every placement of the group.
-//! - `EnvironmentDeleted`: tear down the zones no other environment of the group uses.
 //! - `ZoneDeleted`: make sure nothing of the zone is left.
-//! - `McpKeyChanged`: re-push the key hashes of the affected placements.
+//! - `McpKeyChanged`: re-push the key hashes of the affected placements (auth owns the keys,
+//!   the zone-manager distributes them).
+//!
+//! Deleting a group or an environment is not among them: the deployer's saga calls
+//! `Teardown` itself (and retries it until done), the one trigger of a placement's teardown.
+//! `GroupDeleted` / `EnvironmentDeleted` stay on the bus for whoever else reads them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +20,6 @@ use ramen_store::Query;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::Caller;
 use crate::error::Result;
 use crate::manager::ZoneManager;
 use crate::store::group_zone;
@@ -30,18 +32,6 @@ pub async fn spawn_consumers(
     bus: &Bus,
     stream: &str,
 ) -> Result<(), BusError> {
-    let m = manager.clone();
-    consumer::<ev::GroupDeleted, _>(manager, bus, stream, "group-deleted", move |e| {
-        let m = m.clone();
-        Box::pin(async move { m.on_group_deleted(e).await })
-    })
-    .await?;
-    let m = manager.clone();
-    consumer::<ev::EnvironmentDeleted, _>(manager, bus, stream, "environment-deleted", move |e| {
-        let m = m.clone();
-        Box::pin(async move { m.on_environment_deleted(e).await })
-    })
-    .await?;
     let m = manager.clone();
     consumer::<ev::ZoneDeleted, _>(manager, bus, stream, "zone-deleted", move |e| {
         let m = m.clone();
@@ -122,30 +112,6 @@ where
 impl ZoneManager {
     /// Placements created after the event (a group of the same name made again since) are
     /// left alone.
-    async fn on_group_deleted(self: &Arc<Self>, event: ev::GroupDeleted) -> Result<()> {
-        let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
-        let caller = caller_of(event.meta.as_ref());
-        let placements =
-            self.db.placements.find(&Query::new().filter(group_zone(&event.group, ""))).await?;
-        for placement in placements.into_iter().map(|p| p.value).filter(|p| p.created_at_ms <= at) {
-            self.start_teardown(&caller, &placement.group, &placement.zone).await?;
-        }
-        Ok(())
-    }
-
-    async fn on_environment_deleted(self: &Arc<Self>, event: ev::EnvironmentDeleted) -> Result<()> {
-        let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
-        let caller = caller_of(event.meta.as_ref());
-        for zone in &event.released_zones {
-            if let Some(placement) = self.find_placement(&event.group, zone).await?
-                && placement.value.created_at_ms <= at
-            {
-                self.start_teardown(&caller, &event.group, zone).await?;
-            }
-        }
-        Ok(())
-    }
-
     async fn on_zone_deleted(self: &Arc<Self>, event: ev::ZoneDeleted) -> Result<()> {
         let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
         if let Some(zone) = self.db.zones.get(&event.zone).await?
@@ -163,14 +129,5 @@ impl ZoneManager {
             self.db.packages.delete_many(&group_zone("", &event.zone)).await?;
         }
         Ok(())
-    }
-}
-
-fn caller_of(meta: Option<&ev::EventMeta>) -> Caller {
-    match meta {
-        Some(meta) if !meta.actor.is_empty() => {
-            Caller { actor: meta.actor.clone(), request_id: meta.request_id.clone() }
-        }
-        _ => crate::events::own_caller(),
     }
 }

@@ -23,12 +23,12 @@ pub use policy::{IpRulesChange, LivePolicy};
 pub use tracks::RolloutOutcome;
 pub use zones::{GroupCount, ZoneSummary};
 
-use crate::auth::AuthPort;
 use crate::error::{Error, Result};
 use crate::events::Publisher;
 use crate::model::{PlacementPhase, PlacementRecord, ZoneRecord, now_ms, placement_id};
 use crate::provider::{Providers, ZoneProvider};
 use crate::store::Db;
+use ramen_clients::AuthClient;
 
 /// Settings of the service (from `zone.*` in the configuration).
 #[derive(Clone, Debug)]
@@ -42,7 +42,7 @@ pub struct Settings {
 pub struct ZoneManager {
     pub(crate) db: Db,
     pub(crate) providers: Providers,
-    pub(crate) auth: Arc<dyn AuthPort>,
+    pub(crate) auth: Arc<dyn AuthClient>,
     pub(crate) events: Publisher,
     pub(crate) settings: Settings,
     pub(crate) tasks: TaskCenter,
@@ -56,7 +56,7 @@ impl ZoneManager {
     pub fn new(
         db: Db,
         providers: Providers,
-        auth: Arc<dyn AuthPort>,
+        auth: Arc<dyn AuthClient>,
         events: Publisher,
         settings: Settings,
         tasks: TaskCenter,

@@ -16,6 +16,7 @@ use crate::validate;
 pub struct LivePolicy {
     pub blocked: Option<Vec<String>>,
     pub key_hashes: Option<Vec<KeyHash>>,
+    pub deploy_keys: Option<Vec<KeyHash>>,
 }
 
 /// What `SetIpRules` did.
@@ -27,16 +28,21 @@ pub struct IpRulesChange {
 }
 
 impl ZoneManager {
-    /// Writes the config the next (re)start loads and pushes its live part at once.
+    /// Writes the config the next (re)start loads and pushes its live part at once, with the
+    /// keys auth lists for the environment × zone (asked here: the zone-manager is the one
+    /// that distributes keys, so a deploy never carries them).
     pub async fn write_config(
         &self,
         caller: &Caller,
         group: &str,
         zone: &str,
         template: ConfigTemplate,
-        live: LivePolicy,
+        mut live: LivePolicy,
     ) -> Result<PlacementRecord> {
         check_live(&live)?;
+        let own = crate::events::own_caller();
+        live.key_hashes =
+            Some(self.auth.key_hashes(&own, group, &template.environment, zone).await?);
         let record = self.live_placement(group, zone).await?;
         let provider = self.provider_for(&record)?;
         provider.write_config(&record, &template).await?;
@@ -143,8 +149,10 @@ impl ZoneManager {
             {
                 continue;
             }
-            let keys = self.auth.key_hashes(group, &placement.environment, &placement.zone).await?;
-            let live = LivePolicy { blocked: None, key_hashes: Some(keys) };
+            let own = crate::events::own_caller();
+            let keys =
+                self.auth.key_hashes(&own, group, &placement.environment, &placement.zone).await?;
+            let live = LivePolicy { key_hashes: Some(keys), ..LivePolicy::default() };
             self.update_live_policy(&crate::events::own_caller(), group, &placement.zone, live)
                 .await?;
             pushed += 1;
@@ -190,7 +198,7 @@ impl ZoneManager {
 }
 
 fn check_live(live: &LivePolicy) -> Result<()> {
-    for key in live.key_hashes.iter().flatten() {
+    for key in live.key_hashes.iter().flatten().chain(live.deploy_keys.iter().flatten()) {
         validate::key_hash(&key.sha256_hex)?;
     }
     for name in live.blocked.iter().flatten() {
@@ -205,10 +213,15 @@ fn apply_live(placement: &mut PlacementRecord, live: &LivePolicy) {
     if let Some(blocked) = &live.blocked {
         placement.blocked = blocked.iter().map(|b| b.trim().to_owned()).collect();
     }
-    if let Some(keys) = &live.key_hashes {
-        placement.key_hashes = keys
-            .iter()
+    let normalised = |keys: &[KeyHash]| -> Vec<KeyHash> {
+        keys.iter()
             .map(|k| KeyHash { sha256_hex: k.sha256_hex.to_ascii_lowercase(), ..k.clone() })
-            .collect();
+            .collect()
+    };
+    if let Some(keys) = &live.key_hashes {
+        placement.key_hashes = normalised(keys);
+    }
+    if let Some(keys) = &live.deploy_keys {
+        placement.deploy_keys = normalised(keys);
     }
 }

@@ -35,7 +35,11 @@ pub struct PlacementRecord {
     pub size: SizeClass,
     pub disabled_packages: Vec<String>,
     pub blocked: Vec<String>,
+    /// The keys auth lists for the environment × zone (pushed again on `McpKeyChanged`).
     pub key_hashes: Vec<KeyHash>,
+    /// Keys of the deploy in progress (its smoke key), accepted beside auth's until cleared.
+    #[serde(default)]
+    pub deploy_keys: Vec<KeyHash>,
     pub status: PlacementPhase,
     pub status_message: String,
     /// Environment and commit of the last config written (what the next restart loads).
@@ -69,6 +73,7 @@ impl Default for PlacementRecord {
             disabled_packages: Vec::new(),
             blocked: Vec::new(),
             key_hashes: Vec::new(),
+            deploy_keys: Vec::new(),
             status: PlacementPhase::Pending,
             status_message: String::new(),
             environment: String::new(),

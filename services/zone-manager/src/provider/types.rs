@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use ramen_runner::SnapshotRef;
+use ramen_node_contract::SnapshotRef;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{TrackKind, WorkerPhase};

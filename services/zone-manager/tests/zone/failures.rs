@@ -22,10 +22,7 @@ async fn a_snapshot_that_cannot_load_names_the_canary_and_stable_keeps_serving()
     snapshot.digest = format!("sha256:{}", "0".repeat(64));
     let config = pb::NodeConfig {
         environment: "prod".into(),
-        policy: Some(common::NodePolicy {
-            key_hashes: vec![crate::support::key_hash(KEY)],
-            ..Default::default()
-        }),
+        // The test key comes from (fake) auth, as the zone-manager asks for it.
         snapshot: Some(snapshot),
         ..Default::default()
     };

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ramen_access::Caller;
+use ramen_clients::{AuthClient, GrpcAuth};
 use ramen_config::{Config, Secret};
 use ramen_lifecycle::Shutdown;
 use ramen_proto::auth::v1 as auth;
@@ -13,7 +15,6 @@ use ramen_proto::common::v1 as common;
 use ramen_proto::metadata;
 use ramen_service::Platform;
 use ramen_testkit::{Nats, eventually};
-use ramen_zone_manager::auth::GrpcAuth;
 
 use crate::mcp::add_once;
 use crate::support::{FakeAuth, Harness};
@@ -21,9 +22,7 @@ use crate::support::{FakeAuth, Harness};
 const MINUTE: Duration = Duration::from_secs(60);
 
 fn as_deployer<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(metadata::ACTOR, metadata::ACTOR_DEPLOYER.parse().unwrap());
-    request
+    Caller::acting_as(metadata::ACTOR_DEPLOYER).request(message)
 }
 
 async fn start_auth(nats: &Nats, dir: &std::path::Path) -> (Platform, String) {
@@ -31,7 +30,8 @@ async fn start_auth(nats: &Nats, dir: &std::path::Path) -> (Platform, String) {
     let any = "127.0.0.1:0".parse().unwrap();
     (config.listen.auth, config.listen.admin) = (any, any);
     config.nats.url = nats.url();
-    config.auth.jwt_secret = Secret::new("j".repeat(48));
+    // The zone-manager's own: both sides of a call sign and verify with one control-plane key.
+    config.auth.jwt_secret = Secret::new(crate::support::JWT_SECRET);
     config.auth.secrets_key = Secret::new("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
     let platform =
         Platform::open(config, &nats.url(), Shutdown::new()).await.expect("auth platform");
@@ -44,7 +44,9 @@ async fn a_key_revoked_in_auth_stops_working_on_running_workers() {
     let nats = Nats::start().await.unwrap();
     let auth_dir = tempfile::tempdir().unwrap();
     let (auth_platform, auth_url) = start_auth(&nats, auth_dir.path()).await;
-    let mut auth_client = AuthServiceClient::connect(auth_url.clone()).await.unwrap();
+    let keys = auth_platform.tickets.clone();
+    let channel = ramen_clients::connect_lazy(&auth_url, None, keys.clone()).unwrap();
+    let mut auth_client = AuthServiceClient::new(channel);
     auth_client
         .register_group(as_deployer(auth::RegisterGroupRequest { group: "team".into() }))
         .await
@@ -54,20 +56,15 @@ async fn a_key_revoked_in_auth_stops_working_on_running_workers() {
     let created = auth_client.create_mcp_key(as_deployer(create)).await.unwrap().into_inner();
     let (key_id, plaintext) = (created.key.unwrap().id, created.plaintext);
 
-    let port = Arc::new(GrpcAuth::new(&auth_url).unwrap());
+    let port = Arc::new(GrpcAuth::connect_lazy(&auth_url, keys.clone()).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let mut h =
         Harness::start_with_auth(nats, dir, |_| {}, port, Arc::new(FakeAuth::default())).await;
     h.configured("team", "local-a", "c1").await;
     // The deploy writes the hashes auth lists for the placement.
-    let hashes = ramen_zone_manager::auth::AuthPort::key_hashes(
-        &GrpcAuth::new(&auth_url).unwrap(),
-        "team",
-        "prod",
-        "local-a",
-    )
-    .await
-    .unwrap();
+    let port: Arc<dyn AuthClient> = Arc::new(GrpcAuth::connect_lazy(&auth_url, keys).unwrap());
+    let deployer = Caller::acting_as(metadata::ACTOR_DEPLOYER);
+    let hashes = port.key_hashes(&deployer, "team", "prod", "local-a").await.unwrap();
     assert_eq!(hashes.iter().map(|k| k.key_id.as_str()).collect::<Vec<_>>(), vec![key_id.as_str()]);
     let live = ramen_proto::zone::v1::UpdateLivePolicyRequest {
         group: "team".into(),

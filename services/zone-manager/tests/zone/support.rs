@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use parking_lot::Mutex;
+use ramen_access::{Caller, Grants};
 use ramen_blob::{BlobStore, LocalDirStore};
+use ramen_clients::{AuthClient, Signed};
 use ramen_config::Config;
 use ramen_lifecycle::Shutdown;
 use ramen_proto::common::v1 as common;
@@ -20,47 +20,36 @@ use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_service::Platform;
 use ramen_testkit::Nats;
 pub use ramen_testkit::workers::{pids_under, python, repo_root, runner_binary, site_packages};
-use ramen_zone_manager::auth::{AuditRecord, AuthError, AuthPort};
 use ramen_zone_manager::manager::ZoneManager;
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
-use tonic::transport::Channel;
 
 pub const KEY: &str = "rk_zone_test_0123456789";
 
-/// The auth port, recording audit entries and answering key hashes from a table.
-#[derive(Default)]
-pub struct FakeAuth {
-    pub audit: Mutex<Vec<AuditRecord>>,
-    pub keys: Mutex<Vec<common::KeyHash>>,
-}
+/// Auth is another service: its in-memory stand-in records audit entries and answers key
+/// hashes from a table.
+pub use ramen_clients::fakes::FakeAuth;
 
-#[async_trait]
-impl AuthPort for FakeAuth {
-    async fn key_hashes(
-        &self,
-        _group: &str,
-        _env: &str,
-        _zone: &str,
-    ) -> Result<Vec<common::KeyHash>, AuthError> {
-        Ok(self.keys.lock().clone())
-    }
-    async fn append_audit(&self, entry: AuditRecord) -> Result<(), AuthError> {
-        self.audit.lock().push(entry);
-        Ok(())
-    }
+/// What the harness's client calls as when a request names no caller: a super admin, so every
+/// call passes the zone-manager's own access checks (tests of those name their caller).
+pub fn test_admin() -> Caller {
+    Caller::user("zm-test-admin", "req-test", Grants { super_admin: true, ..Grants::default() })
 }
 
 pub fn key_hash(key: &str) -> common::KeyHash {
     common::KeyHash {
         key_id: "k1".into(),
-        sha256_hex: ramen_runner::hash_key(key),
+        sha256_hex: ramen_node_contract::key_hash(key),
         expires_at_unix_ms: 0,
     }
 }
 
+/// The control-plane key the harness's services sign and verify caller tickets with.
+pub const JWT_SECRET: &str = "zone-manager-test-signing-secret-0123456789";
+
 pub fn config(data_dir: &Path, nats_url: &str) -> Config {
     let mut config = Config { data_dir: data_dir.to_owned(), ..Config::default() };
+    config.auth.jwt_secret = ramen_config::Secret::new(JWT_SECRET);
     let any = "127.0.0.1:0".parse().unwrap();
     config.listen.zone_manager = any;
     config.listen.admin = any;
@@ -82,7 +71,7 @@ pub struct Harness {
     pub platform: Platform,
     pub manager: Arc<ZoneManager>,
     pub auth: Arc<FakeAuth>,
-    pub client: ZoneServiceClient<Channel>,
+    pub client: ZoneServiceClient<Signed>,
     running: Option<ramen_service::Running>,
 }
 
@@ -100,6 +89,7 @@ impl Harness {
     /// A zone-manager on an existing data directory and bus (a restart).
     pub async fn start_on(nats: Nats, dir: TempDir, tweak: impl FnOnce(&mut Config)) -> Self {
         let auth = Arc::new(FakeAuth::default());
+        *auth.keys.lock() = vec![key_hash(KEY)];
         Self::start_with_auth(nats, dir, tweak, auth.clone(), auth).await
     }
 
@@ -108,7 +98,7 @@ impl Harness {
         nats: Nats,
         dir: TempDir,
         tweak: impl FnOnce(&mut Config),
-        port: Arc<dyn AuthPort>,
+        port: Arc<dyn AuthClient>,
         auth: Arc<FakeAuth>,
     ) -> Self {
         let mut config = config(dir.path(), &nats.url());
@@ -119,7 +109,9 @@ impl Harness {
             .await
             .expect("zone-manager starts");
         let addr: SocketAddr = started.running.addr;
-        let client = ZoneServiceClient::connect(format!("http://{addr}")).await.unwrap();
+        let url = format!("http://{addr}");
+        let channel = ramen_clients::connect_lazy(&url, None, platform.tickets.clone()).unwrap();
+        let client = ZoneServiceClient::new(channel.with_default_caller(test_admin()));
         let running = Some(started.running);
         let data_dir = dir.path().to_owned();
         Self {
@@ -161,7 +153,7 @@ impl Harness {
 
     /// Packs `examples/<repo>` into the blob store as the group's snapshot at `commit`.
     pub async fn snapshot(&self, group: &str, repo: &str, commit: &str) -> common::Snapshot {
-        let archive = ramen_runner::pack_dir(&repo_root().join(repo)).unwrap();
+        let archive = ramen_node_contract::archive::pack_dir(&repo_root().join(repo)).unwrap();
         let digest = hex::encode(Sha256::digest(&archive));
         let location = format!("groups/{group}/snapshots/{commit}.tar.gz");
         let blob = LocalDirStore::open(self.data_dir.join("blobs")).unwrap();
@@ -204,13 +196,12 @@ impl Harness {
         let snapshot = self.snapshot(group, repo, commit).await;
         let config = pb::NodeConfig {
             environment: "prod".into(),
-            policy: Some(common::NodePolicy {
-                key_hashes: vec![key_hash(KEY)],
-                ..Default::default()
-            }),
+            // The keys are the zone-manager's to ask auth for: the fake lists the test key.
+            policy: Some(common::NodePolicy::default()),
             secrets: vec![pb::NodeSecret { name: "GREETING".into(), value: "hello".into() }],
             verbose: false,
             snapshot: Some(snapshot),
+            deploy_keys: Vec::new(),
         };
         let request =
             pb::WriteConfigRequest { group: group.into(), zone: zone.into(), config: Some(config) };
@@ -289,7 +280,7 @@ impl Drop for Harness {
     }
 }
 
-pub fn details(records: &[AuditRecord]) -> BTreeMap<String, usize> {
+pub fn details(records: &[ramen_proto::auth::v1::AuditEntry]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for record in records {
         *counts.entry(record.action.clone()).or_default() += 1;

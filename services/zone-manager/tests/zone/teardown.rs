@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use ramen_bus::PublishOptions;
 use ramen_proto::common::v1 as common;
 use ramen_proto::events::v1 as ev;
 use ramen_proto::zone::v1 as pb;
@@ -158,22 +157,10 @@ async fn group_and_zone_deletion_tear_down_every_placement() {
         h.configured("gone", zone, "c1").await;
         h.configured("kept", zone, "c1").await;
     }
-    let event = ev::GroupDeleted {
-        meta: Some(ev::EventMeta {
-            event_id: "group-gone-1".into(),
-            at_unix_ms: i64::MAX / 2,
-            ..Default::default()
-        }),
-        group: "gone".into(),
-        bucket_prefix: "groups/gone/".into(),
-        zones: vec!["local-a".into(), "local-b".into()],
-    };
-    let subject = ramen_service::subject::<ev::GroupDeleted>();
-    h.platform
-        .bus
-        .publish(&subject, &event, PublishOptions::with_msg_id("group-gone-1"))
-        .await
-        .unwrap();
+    // A group's deletion tears down all its placements: one `Teardown` with no zone, the one
+    // trigger (the deployer's saga calls it; `GroupDeleted` on the bus is for other readers).
+    let all = pb::TeardownRequest { group: "gone".into(), zone: String::new() };
+    assert_eq!(h.client.teardown(all).await.unwrap().into_inner().placements.len(), 2);
     for zone in ["local-a", "local-b"] {
         wait_done(&h, "gone", zone).await;
         assert_nothing_left(&mut h, "gone", zone).await;
@@ -205,23 +192,10 @@ async fn group_and_zone_deletion_tear_down_every_placement() {
     assert_eq!(h.records(store::PLACEMENTS, "kept").await, vec!["kept/local-a"]);
     assert!(!h.zones_dir().join("local-b").exists());
 
-    // The last environment using local-a is deleted: the group's placement there goes too.
-    let event = ev::EnvironmentDeleted {
-        meta: Some(ev::EventMeta {
-            event_id: "env-gone-1".into(),
-            at_unix_ms: i64::MAX / 2,
-            ..Default::default()
-        }),
-        group: "kept".into(),
-        environment: "prod".into(),
-        released_zones: vec!["local-a".into()],
-    };
-    let subject = ramen_service::subject::<ev::EnvironmentDeleted>();
-    h.platform
-        .bus
-        .publish(&subject, &event, PublishOptions::with_msg_id("env-gone-1"))
-        .await
-        .unwrap();
+    // The last environment using local-a is deleted: the deployer tears down the zone it
+    // released, and the group's placement there goes too.
+    let released = pb::TeardownRequest { group: "kept".into(), zone: "local-a".into() };
+    h.client.teardown(released).await.unwrap();
     wait_done(&h, "kept", "local-a").await;
     assert_nothing_left(&mut h, "kept", "local-a").await;
     h.stop().await;

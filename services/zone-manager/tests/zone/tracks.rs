@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
+use ramen_clients::Signed;
 use ramen_proto::common::v1 as common;
 use ramen_proto::events::v1 as ev;
 use ramen_proto::zone::v1 as pb;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_testkit::eventually;
 use ramen_zone_manager::store;
-use tonic::transport::Channel;
 
 use crate::mcp::add_once;
 use crate::support::{Harness, KEY, pids_under};
@@ -166,7 +166,7 @@ async fn a_track_scales_to_zero_and_back() {
 
 /// One call as the edge makes it: any ready stable endpoint, the next one when a node refuses,
 /// and once more on a fresh endpoint list (the list read may predate the last restart step).
-async fn edge_call(client: &mut ZoneServiceClient<Channel>) -> bool {
+async fn edge_call(client: &mut ZoneServiceClient<Signed>) -> bool {
     for _attempt in 0..2 {
         let request = pb::ListEndpointsRequest {
             group: "team".into(),

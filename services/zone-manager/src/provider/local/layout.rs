@@ -99,6 +99,11 @@ impl WorkerDir {
     pub fn node_config(&self) -> PathBuf {
         self.dir.join("node.toml")
     }
+    /// Where the node writes the ports it bound (`ramen_node_contract::NodePorts`).
+    pub fn ports_file(&self) -> PathBuf {
+        self.dir.join("ports.json")
+    }
+
     pub fn log(&self) -> PathBuf {
         self.dir.join("worker.log")
     }

@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 use ramen_lifecycle::TaskCenter;
 
-pub use settings::{LocalSettings, MemoryLimit, WorkerCommand};
+pub use settings::{LocalSettings, MemoryLimit, NodeAdmin, WorkerCommand};
 
 use crate::model::{PlacementRecord, ProviderKind};
 use crate::provider::{

@@ -5,12 +5,11 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use ramen_proto::common::v1::NodePolicy;
-use ramen_proto::runner::v1::UpdatePolicyRequest;
-use ramen_proto::runner::v1::runner_service_client::RunnerServiceClient;
-use ramen_runner::PolicyConfig;
+
+use ramen_node_contract::PolicyConfig;
 
 use super::placement::LocalPlacement;
-use super::settings::LocalSettings;
+use super::settings::{LocalSettings, NodeAdmin};
 use crate::model::{PlacementRecord, WorkerPhase, now_ms};
 use crate::provider::PolicyPush;
 
@@ -46,6 +45,7 @@ pub(crate) fn node_policy(record: &PlacementRecord, settings: &LocalSettings) ->
         key_hashes: record
             .key_hashes
             .iter()
+            .chain(&record.deploy_keys)
             .filter(|k| k.expires_at_unix_ms == 0 || k.expires_at_unix_ms > now)
             .cloned()
             .collect(),
@@ -66,7 +66,8 @@ pub(crate) async fn push(placement: &LocalPlacement, settings: &LocalSettings) -
         .filter(|(_, s)| !s.grpc.is_empty() && s.phase != WorkerPhase::Exited)
         .map(|(id, s)| (id, s.grpc))
         .collect();
-    let results = join_all(targets.iter().map(|(_, grpc)| push_one(grpc, policy.clone()))).await;
+    let pushes = targets.iter().map(|(_, grpc)| push_one(&settings.nodes, grpc, policy.clone()));
+    let results = join_all(pushes).await;
     let mut outcome = PolicyPush::default();
     for ((id, _), result) in targets.into_iter().zip(results) {
         match result {
@@ -79,16 +80,16 @@ pub(crate) async fn push(placement: &LocalPlacement, settings: &LocalSettings) -
 
 /// One `UpdatePolicy` call. An older version than the node's is ignored by the node, which is
 /// what a reordered push should do.
-pub(crate) async fn push_one(grpc: &str, policy: NodePolicy) -> Result<(), String> {
-    let call = async {
-        let mut client = RunnerServiceClient::connect(format!("http://{grpc}"))
-            .await
-            .map_err(|e| e.to_string())?;
-        client
-            .update_policy(UpdatePolicyRequest { policy: Some(policy) })
-            .await
-            .map_err(|e| e.message().to_owned())?;
-        Ok(())
-    };
-    tokio::time::timeout(PUSH_TIMEOUT, call).await.unwrap_or_else(|_| Err("timed out".into()))
+pub(crate) async fn push_one(
+    nodes: &NodeAdmin,
+    grpc: &str,
+    policy: NodePolicy,
+) -> Result<(), String> {
+    let own = crate::events::own_caller();
+    let call = nodes.0.update_policy(&own, grpc, policy);
+    match tokio::time::timeout(PUSH_TIMEOUT, call).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(err)) => Err(err.message),
+        Err(_) => Err("timed out".into()),
+    }
 }

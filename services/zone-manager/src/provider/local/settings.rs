@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ramen_config::{Config, DrainMode};
-use ramen_runner::BlobConfig;
+use ramen_node_contract::BlobConfig;
 
 use crate::model::SizeClass;
 
@@ -17,8 +17,8 @@ pub struct WorkerCommand {
 }
 
 impl WorkerCommand {
-    /// `ramen-runner` takes `--config` directly; every other ramen binary (`ramen`,
-    /// `ramen-zone-manager`) has a `worker` subcommand.
+    /// `ramen-runner` takes `--config` directly; the all-in-one `ramen` has a `worker`
+    /// subcommand.
     pub fn for_binary(program: PathBuf) -> Self {
         let runner = program
             .file_name()
@@ -66,6 +66,16 @@ impl MemoryLimit {
     }
 }
 
+/// The workers' admin API (`ramen-clients`), shared by the supervisors and policy pushes.
+#[derive(Clone)]
+pub struct NodeAdmin(pub std::sync::Arc<dyn ramen_clients::NodeClient>);
+
+impl std::fmt::Debug for NodeAdmin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NodeAdmin")
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct LocalSettings {
     /// `<data_dir>/zones`.
@@ -88,14 +98,19 @@ pub struct LocalSettings {
     pub probe_interval: Duration,
     /// Ceiling of the back-off between restarts of a worker that keeps dying.
     pub max_backoff: Duration,
+    pub nodes: NodeAdmin,
 }
 
 impl LocalSettings {
     /// From the process configuration; `nats_url` is the bus the platform connected to.
-    pub fn from_config(config: &Config, nats_url: String) -> std::io::Result<Self> {
+    pub fn from_config(
+        config: &Config,
+        nats_url: String,
+        nodes: NodeAdmin,
+    ) -> std::io::Result<Self> {
         let zone = &config.zone;
         let program = if zone.worker_binary.is_empty() {
-            std::env::current_exe()?
+            default_worker_binary(&std::env::current_exe()?)
         } else {
             PathBuf::from(&zone.worker_binary)
         };
@@ -120,7 +135,19 @@ impl LocalSettings {
             user: local_user(),
             probe_interval: Duration::from_millis(200),
             max_backoff: Duration::from_secs(10),
+            nodes,
         })
+    }
+}
+
+/// The all-in-one `ramen` runs workers itself (`ramen worker`); a service binary of its own
+/// (`ramen-zone-manager`) has no node in it, so it uses `ramen-runner` beside it.
+fn default_worker_binary(current: &Path) -> PathBuf {
+    let name = current.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    if name.starts_with("ramen-zone-manager") {
+        current.with_file_name("ramen-runner")
+    } else {
+        current.to_path_buf()
     }
 }
 
@@ -152,9 +179,14 @@ mod tests {
     fn runner_binaries_take_the_config_directly() {
         let runner = WorkerCommand::for_binary("/x/ramen-runner".into());
         assert!(runner.leading_args.is_empty());
-        for other in ["/x/ramen", "/x/ramen-zone-manager"] {
-            assert_eq!(WorkerCommand::for_binary(other.into()).leading_args, vec!["worker"]);
-        }
+        assert_eq!(WorkerCommand::for_binary("/x/ramen".into()).leading_args, vec!["worker"]);
+    }
+
+    #[test]
+    fn a_service_binary_runs_the_runner_beside_it() {
+        let zm = default_worker_binary(Path::new("/opt/bin/ramen-zone-manager"));
+        assert_eq!(zm, Path::new("/opt/bin/ramen-runner"));
+        assert_eq!(default_worker_binary(Path::new("/opt/bin/ramen")), Path::new("/opt/bin/ramen"));
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! Starting one worker process: its node config (written 0600: it carries the group's
-//! secrets), free loopback ports, the memory limit of its size, a scrubbed environment.
+//! secrets), loopback ports it picks itself and reports, the memory limit of its size, a
+//! scrubbed environment.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Stdio;
 
-use ramen_runner::NodeConfig;
+use ramen_node_contract::{NodeConfig, NodePorts};
 use tokio::process::{Child, Command};
 
 use super::layout::private_dir;
@@ -47,9 +48,8 @@ const INHERITED_PREFIXES: &[&str] = &["PIP_", "OTEL_", "AWS_"];
 pub(crate) struct Proc {
     pub child: Child,
     pub pid: u32,
-    pub mcp: SocketAddr,
-    pub admin: SocketAddr,
-    pub grpc: SocketAddr,
+    /// Known once the node has bound them and written its ports file.
+    pub ports: Option<NodePorts>,
     /// The live-policy version written into its config.
     pub policy_version: u64,
     pub started_at_ms: i64,
@@ -59,8 +59,10 @@ pub(crate) async fn spawn(ctx: &WorkerCtx, template: &ConfigTemplate) -> Result<
     let settings = &ctx.placement.settings;
     let record = ctx.placement.record();
     private_dir(&ctx.dir.dir).map_err(|e| e.to_string())?;
-    let [mcp, admin, grpc] = free_ports().map_err(|e| format!("no free loopback port: {e}"))?;
-    let config = node_config(ctx, &record, template, [mcp, admin, grpc]);
+    // Port 0: the node binds what the kernel gives it and reports the ports in its ports
+    // file, so no port is chosen here and taken by someone else before the node binds it.
+    let _ = std::fs::remove_file(ctx.dir.ports_file());
+    let config = node_config(ctx, &record, template);
     let config_path = ctx.dir.node_config();
     config
         .save(&config_path)
@@ -85,22 +87,16 @@ pub(crate) async fn spawn(ctx: &WorkerCtx, template: &ConfigTemplate) -> Result<
     Ok(Proc {
         child,
         pid,
-        mcp,
-        admin,
-        grpc,
+        ports: None,
         policy_version: record.policy_version,
         started_at_ms: now_ms(),
     })
 }
 
-fn node_config(
-    ctx: &WorkerCtx,
-    record: &PlacementRecord,
-    template: &ConfigTemplate,
-    ports: [SocketAddr; 3],
-) -> NodeConfig {
+fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTemplate) -> NodeConfig {
     let settings = &ctx.placement.settings;
-    let [listen, admin, grpc] = ports;
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    let (listen, admin, grpc) = (any, any, any);
     NodeConfig {
         node_id: ctx.id.clone(),
         group: record.group.clone(),
@@ -109,6 +105,7 @@ fn node_config(
         listen,
         admin,
         grpc,
+        ports_file: Some(ctx.dir.ports_file()),
         workdir: ctx.dir.node_workdir(),
         python: settings.python.clone(),
         site_packages: settings.site_packages.clone(),
@@ -147,16 +144,6 @@ fn command(settings: &LocalSettings, size: SizeClass, config: &Path) -> Command 
     }
     command.env("NO_COLOR", "1").env("MALLOC_ARENA_MAX", "2").env("TOKIO_WORKER_THREADS", "1");
     command
-}
-
-/// Three distinct free ports (bound together, then released for the worker to take).
-fn free_ports() -> std::io::Result<[SocketAddr; 3]> {
-    let listeners = [
-        TcpListener::bind("127.0.0.1:0")?,
-        TcpListener::bind("127.0.0.1:0")?,
-        TcpListener::bind("127.0.0.1:0")?,
-    ];
-    Ok([listeners[0].local_addr()?, listeners[1].local_addr()?, listeners[2].local_addr()?])
 }
 
 /// `python -m venv --without-pip` (tens of milliseconds instead of seconds of `ensurepip`),

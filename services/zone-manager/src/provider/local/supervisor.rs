@@ -5,6 +5,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use ramen_node_contract::NodePorts;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -111,11 +112,22 @@ impl Supervisor {
     }
 
     async fn probe(&mut self, proc: &mut Proc, probes: u32) {
+        let ports = match proc.ports {
+            Some(ports) => ports,
+            None => match NodePorts::read(&self.ctx.dir.ports_file(), proc.pid) {
+                Some(ports) => {
+                    proc.ports = Some(ports);
+                    self.listening(&ports);
+                    ports
+                }
+                None => return, // still starting: it has not bound its ports yet
+            },
+        };
         let was_ready = self.status.borrow().phase == WorkerPhase::Ready;
-        match probe::readiness(proc.admin).await {
+        match probe::readiness(ports.admin).await {
             Probe::Ready if !was_ready => {
                 self.failures = 0;
-                let commit = probe::loaded_commit(proc.admin).await.unwrap_or_default();
+                let commit = probe::loaded_commit(ports.admin).await.unwrap_or_default();
                 self.update(|s| {
                     s.phase = WorkerPhase::Ready;
                     s.reason.clear();
@@ -124,7 +136,7 @@ impl Supervisor {
                 self.catch_up_policy(proc).await;
             }
             Probe::Ready if probes.is_multiple_of(COMMIT_REFRESH_PROBES) => {
-                if let Some(commit) = probe::loaded_commit(proc.admin).await {
+                if let Some(commit) = probe::loaded_commit(ports.admin).await {
                     self.update(|s| s.loaded_commit = commit);
                 }
             }
@@ -151,7 +163,9 @@ impl Supervisor {
             return;
         }
         let policy = super::policy::node_policy(&record, &self.ctx.placement.settings);
-        match super::policy::push_one(&proc.grpc.to_string(), policy).await {
+        let Some(ports) = proc.ports else { return };
+        let nodes = &self.ctx.placement.settings.nodes;
+        match super::policy::push_one(nodes, &ports.grpc.to_string(), policy).await {
             Ok(()) => proc.policy_version = record.policy_version,
             Err(err) => {
                 tracing::warn!(worker = %self.ctx.id, %err, "pushing the current policy failed")

@@ -24,14 +24,24 @@ impl Supervisor {
             s.phase = WorkerPhase::Starting;
             s.reason = "process started".into();
             s.pid = Some(proc.pid);
-            s.mcp = proc.mcp.to_string();
-            s.admin = proc.admin.to_string();
-            s.grpc = proc.grpc.to_string();
+            s.mcp.clear();
+            s.admin.clear();
+            s.grpc.clear();
             s.loaded_commit.clear();
             s.restarts += u32::from(restarted);
             s.started_at_ms = proc.started_at_ms;
             s.exit_code = None;
             s.limits = limits;
+        });
+    }
+
+    /// The node has bound its ports: from now on it can be probed and reached.
+    pub(super) fn listening(&mut self, ports: &ramen_node_contract::NodePorts) {
+        self.update(|s| {
+            s.mcp = ports.mcp.to_string();
+            s.admin = ports.admin.to_string();
+            s.grpc = ports.grpc.to_string();
+            s.reason = "listening".into();
         });
     }
 

@@ -1,8 +1,36 @@
 //! The smoke test of step 4: `tools/list` over MCP streamable HTTP to a canary worker, made as
 //! an ordinary caller with a per-job key. The key is derived from the secrets key and the job
 //! id (HMAC), so a deployer that resumes the job computes the same one without it being stored.
+//! Behind [`Smoke`] so the pipeline's own tests run it against a fake.
 
 use std::time::Duration;
+
+/// Lists the tools a canary offers an ordinary MCP caller.
+#[async_trait::async_trait]
+pub trait Smoke: Send + Sync + 'static {
+    /// The tool names the worker at `address` (`host:port`) lists to a caller holding `key`.
+    async fn tools_list(
+        &self,
+        address: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Vec<String>, String>;
+}
+
+/// The real one: MCP streamable HTTP, revision 2025-11-25, as any client would.
+pub struct HttpSmoke;
+
+#[async_trait::async_trait]
+impl Smoke for HttpSmoke {
+    async fn tools_list(
+        &self,
+        address: &str,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<Vec<String>, String> {
+        tools_list(address, key, timeout).await
+    }
+}
 
 use hmac::{Hmac, Mac};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
