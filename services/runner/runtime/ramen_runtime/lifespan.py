@@ -7,8 +7,10 @@ the lifespan is entered on the load path and exited from a shutdown task. So one
 package enters the lifespan, parks until stop, and exits it.
 
 The context that task has once the lifespan is entered (holding whatever ContextVars the
-lifespan set) is also the context the package's calls run in, a copy per call: the same
-view a server has when the SDK serves stdio from inside its lifespan.
+lifespan set) is also the context the package's calls run in, a copy per call. fastmcp
+needs that (its ``Shared()`` dependencies and ``CurrentFastMCP`` read those ContextVars;
+its own server re-applies them per request), SDK 1.x serves requests from inside its
+lifespan the same way; SDK 2.x's dispatcher does not, so there it is a harmless superset.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ class KindContract:
     server: str  # the report's "server"
     tools = CONTRACT_TOOLS
     lifespan = True  # the fixture's lifespan prints "<pkg>: lifespan entered/exited"
+    life = "connected / set by the lifespan"  # what the `life` tool answers
     rt: RuntimeProcess
 
     @classmethod
@@ -108,7 +109,7 @@ class KindContract:
         self.assertIn("careful", json.dumps(logs[1]["data"]))
 
     def test_lifespan_is_what_calls_see(self) -> None:
-        self.assertEqual(text_of(self.call("life")["result"]), "connected / set by the lifespan")
+        self.assertEqual(text_of(self.call("life")["result"]), self.life)
 
     def test_cancel(self) -> None:
         rid = self.rt.start("call_tool", name=self.name("slow"), arguments={"seconds": 30})
@@ -145,7 +146,7 @@ class KindContract:
     def test_clean_stop(self) -> None:
         rt = self.start_runtime()
         try:
-            self.assertEqual(text_of(rt.call_tool(self.name("life"))["result"]), "connected / set by the lifespan")
+            self.assertEqual(text_of(rt.call_tool(self.name("life"))["result"]), self.life)
             rt.send({"op": "shutdown"})
             self.assertEqual(rt.wait_exit(15), 0)
         finally:
