@@ -140,23 +140,31 @@ class Runtime:
             self.namespace = False
         if specs is None:
             specs = loader.discover(self.root)
+        programs = []  # stdio server programs start concurrently; imports and lifespans in order
         for spec in specs:
             if spec.command is not None:
                 pkg = loader.stdio_package(spec, self.root)
+                programs.append(self.loop.create_task(self._start(pkg), name=f"starting package {pkg.name}"))
             else:
                 pkg = loader.import_package(spec)
+                await self._start(pkg)
             self.packages.append(pkg)
-            if pkg.adapter is not None:
-                try:
-                    await pkg.adapter.start()
-                except Exception as exc:
-                    error = pkg.adapter.start_error(exc)
-                    if error is not None:
-                        pkg.fail(loader.undrivable_message(pkg, error["message"]), error["traceback"])
-                    else:
-                        pkg.error = loader.error_from_exception(f"starting the lifespan of {pkg.server_ref} failed")
-                    pkg.adapter = None
+        if programs:
+            await asyncio.wait(programs)
         return await self.relist()
+
+    async def _start(self, pkg: loader.Package) -> None:
+        if pkg.adapter is None:
+            return
+        try:
+            await pkg.adapter.start()
+        except Exception as exc:
+            error = pkg.adapter.start_error(exc)
+            if error is not None:
+                pkg.fail(loader.undrivable_message(pkg, error["message"]), error["traceback"])
+            else:
+                pkg.error = loader.error_from_exception(f"starting the lifespan of {pkg.server_ref} failed")
+            pkg.adapter = None
 
     async def relist(self) -> dict[str, Any]:
         for pkg in self.packages:

@@ -108,8 +108,15 @@ class Session:
     def _send(self, msg: dict[str, Any]) -> None:
         stdin = self.proc.stdin
         if self.closed.done() or stdin is None or stdin.is_closing():
-            raise ServerGone(self.closed.result() if self.closed.done() else "closed its stdin")
+            raise BrokenPipeError("the server's stdin is closed")
         stdin.write(dumps(msg).encode("utf-8", "replace") + b"\n")
+
+    async def _why_gone(self) -> str:
+        """What happened to a child whose stdin broke: its exit, once the stdout reader sees it."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.closed), 3.0)
+        except TimeoutError:
+            return "closed its stdin"
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -117,7 +124,7 @@ class Session:
             msg["params"] = params
         try:
             self._send(msg)
-        except (ServerGone, OSError):
+        except OSError:
             pass  # nobody to tell
 
     async def request(
@@ -136,8 +143,8 @@ class Session:
             self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
             await self.proc.stdin.drain()  # type: ignore[union-attr]
             return await (asyncio.wait_for(fut, timeout) if timeout else fut)
-        except (ConnectionError, BrokenPipeError) as exc:
-            raise ServerGone(f"closed its stdin ({exc})") from None
+        except OSError:  # a broken pipe: the child is gone, or going
+            raise ServerGone(await self._why_gone()) from None
         except (asyncio.CancelledError, TimeoutError):
             if not fut.done():
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled by ramen"})
@@ -213,7 +220,7 @@ class Session:
             }
         try:
             self._send(reply)
-        except (ServerGone, OSError):
+        except OSError:
             pass
 
     def _on_notification(self, method: Any, params: Any) -> None:
