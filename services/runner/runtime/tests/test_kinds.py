@@ -21,7 +21,7 @@ from .venvs import compat_python, fixture
 
 class FastMCPTest(KindContract, unittest.TestCase):
     root, pkg, kind, server = fixture("fastmcp4-repo"), "fm", "fastmcp", "fm:mcp"
-    tools = CONTRACT_TOOLS | {"remember", "recall"}
+    tools = CONTRACT_TOOLS | {"remember", "recall", "shared", "versioned"}
 
     @classmethod
     def python(cls) -> str:
@@ -33,6 +33,15 @@ class FastMCPTest(KindContract, unittest.TestCase):
         self.assertEqual(sid, "session-1")  # fastmcp reads the mcp-session-id header of the request
         self.assertEqual(text_of(self.call("recall", client=SESSION_CLIENT)["result"]), "kept")
         self.assertEqual(text_of(self.call("recall", client=other)["result"]), "None")
+
+    def test_shared_dependencies_live_as_long_as_the_lifespan(self) -> None:
+        for _ in range(2):
+            self.assertEqual(text_of(self.call("shared")["result"]), "pool #1, opened 1 time(s)")
+
+    def test_component_versions(self) -> None:
+        self.assertEqual(text_of(self.call("versioned")["result"]), "v2")  # the highest
+        pinned = self.call("versioned", meta={"fastmcp": {"version": "1"}})["result"]
+        self.assertEqual(text_of(pinned), "v1")
 
     def test_non_object_output_is_wrapped_as_fastmcp_does(self) -> None:
         r = self.call("remember", {"value": "v"})["result"]
