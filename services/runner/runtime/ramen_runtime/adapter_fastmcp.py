@@ -27,8 +27,16 @@ from .protocol import INVALID_PARAMS, ProtocolError, dump_obj, result_json
 from .session import Call, RequestContext
 
 # what the adapter calls; checked at load so an incompatible fastmcp is a load error
-_SERVER_API = ("list_tools", "list_resources", "list_resource_templates", "list_prompts", "call_tool",
-               "read_resource", "render_prompt", "_lifespan_manager")
+_SERVER_API = (
+    "list_tools",
+    "list_resources",
+    "list_resource_templates",
+    "list_prompts",
+    "call_tool",
+    "read_resource",
+    "render_prompt",
+    "_lifespan_manager",
+)
 
 
 class FastMCPAdapter(Adapter):

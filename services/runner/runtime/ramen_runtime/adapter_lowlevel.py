@@ -127,8 +127,12 @@ class _LowLevelAdapter(Adapter):
         return await self._list("prompts/list")
 
     def unserved(self, pkg: Any) -> str | None:
-        for listed, method in ((pkg.tools, "tools/call"), (pkg.resources or pkg.resource_templates, "resources/read"),
-                               (pkg.prompts, "prompts/get")):
+        needs = (
+            (pkg.tools, "tools/call"),
+            (pkg.resources or pkg.resource_templates, "resources/read"),
+            (pkg.prompts, "prompts/get"),
+        )
+        for listed, method in needs:
             if listed and not self._has(method):
                 return f"it lists {method.split('/')[0]} but registers no {method} handler"
         return None

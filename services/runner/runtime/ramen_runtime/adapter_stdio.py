@@ -135,7 +135,9 @@ class StdioAdapter(Adapter):
                 return
             if asyncio.get_running_loop().time() - session.started_at >= BACKOFF_RESET:
                 delay = BACKOFF_MIN
-            log.warning("stdio server of package %r (pid %d) %s; restarting it in %g s", self.package, session.pid, why, delay)
+            log.warning(
+                "stdio server of package %r (pid %d) %s; restarting it in %g s", self.package, session.pid, why, delay
+            )
             while True:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
@@ -143,8 +145,7 @@ class StdioAdapter(Adapter):
                     self.session = await self._launch()
                     break
                 except StdioStartError as exc:
-                    log.warning("restarting the stdio server of package %r failed: %s; next try in %g s",
-                                self.package, exc, delay)
+                    log.warning("restarting stdio server %r failed: %s; next try in %g s", self.package, exc, delay)
             self._live.set()
 
     async def stop(self) -> None:
@@ -161,13 +162,17 @@ class StdioAdapter(Adapter):
             try:
                 await asyncio.wait_for(self._live.wait(), CALL_WAIT)
             except TimeoutError:
-                raise ServerDown(f"the stdio server of package {self.package!r} is not running (being restarted)") from None
+                raise ServerDown(
+                    f"the stdio server of package {self.package!r} is not running (being restarted)"
+                ) from None
         session = self.session
         assert session is not None
         try:
             return await session.request(method, params, call=call)
         except ServerGone as exc:
-            raise ServerDown(f"the stdio server of package {self.package!r} {exc} during the request; restarting it") from None
+            raise ServerDown(
+                f"the stdio server of package {self.package!r} {exc} during the request; restarting it"
+            ) from None
 
     async def _list(self, method: str) -> list[dict[str, Any]]:
         key, capability = _LISTS[method]

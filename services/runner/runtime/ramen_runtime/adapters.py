@@ -1,16 +1,16 @@
-"""Adapters that drive one package's MCP server object.
-
-Supported server objects (detected by the modules their classes live in, never
-by importing an SDK here):
-
-* ``mcpserver`` - the official SDK 2.x ``mcp.server.mcpserver.MCPServer``
-* ``fastmcp1``  - the official SDK 1.x ``mcp.server.fastmcp.FastMCP``
-* ``fastmcp``   - the standalone ``fastmcp`` package's ``FastMCP``
-* ``generic``   - anything else with async ``list_tools`` / ``call_tool``
+"""Adapters that drive one package's MCP server object: the base, SDK 2.x and SDK 1.x.
 
 Each adapter turns the server's public async methods into plain JSON: lists of
 MCP Tool/Resource/ResourceTemplate/Prompt objects, and CallToolResult /
-ReadResourceResult / GetPromptResult JSON strings for calls.
+ReadResourceResult / GetPromptResult JSON strings for calls. The base class also
+holds the server's lifespan (lifespan.py) and maps SDK errors to protocol errors.
+
+* ``Adapter``          - ``generic``: anything with async ``list_tools`` / ``call_tool``
+* ``MCPServerAdapter`` - ``mcpserver``: SDK 2.x ``mcp.server.mcpserver.MCPServer``
+* ``FastMCP1Adapter``  - ``fastmcp1``: SDK 1.x ``mcp.server.fastmcp.FastMCP``
+
+The other kinds live in adapter_fastmcp.py, adapter_lowlevel.py and adapter_stdio.py;
+kinds.py tells the kinds apart.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import logging
 import sys
 from typing import Any
 
+from .lifespan import Lifespan
 from .protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -30,10 +31,8 @@ from .protocol import (
     ProtocolError,
     dump_obj,
     dumps,
-    result_dict,
     result_json,
 )
-from .lifespan import Lifespan
 from .session import Call, Meta1, RequestContext
 
 log = logging.getLogger("ramen_runtime")

@@ -80,9 +80,10 @@ def make_adapter(package: str, server: Any, server_ref: str) -> Adapter:
     kind = detect_kind(server)
     if kind == "lowlevel":
         # 2.x registers handlers by method name, 1.x by request type
-        cls: type[Adapter] = LowLevel2Adapter if hasattr(server, "get_request_handler") else LowLevel1Adapter
-        if not hasattr(server, "get_request_handler") and not isinstance(getattr(server, "request_handlers", None), dict):
+        v2 = hasattr(server, "get_request_handler")
+        if not v2 and not isinstance(getattr(server, "request_handlers", None), dict):
             raise Undrivable("it has neither get_request_handler (SDK 2.x) nor a request_handlers dict (SDK 1.x)")
+        cls: type[Adapter] = LowLevel2Adapter if v2 else LowLevel1Adapter
     else:
         cls = ADAPTERS[kind]
     adapter = cls(package, server, server_ref)

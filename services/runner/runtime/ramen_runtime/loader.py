@@ -100,7 +100,9 @@ def read_manifest(root: str) -> tuple[bool | None, list[PackageSpec] | None]:
     elif isinstance(raw, list):
         entries = raw
     else:
-        raise ManifestError(f"{MANIFEST}: 'packages' must be an array of tables ([[packages]]) or tables ([packages.NAME])")
+        raise ManifestError(
+            f"{MANIFEST}: 'packages' must be an array of tables ([[packages]]) or tables ([packages.NAME])"
+        )
     specs: list[PackageSpec] = []
     seen: set[str] = set()
     for i, entry in enumerate(entries):

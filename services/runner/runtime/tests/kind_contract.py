@@ -80,7 +80,8 @@ class KindContract:
         self.assertEqual((arg["name"], arg["required"]), ("name", True))
 
     def test_list_op_lists_the_same(self) -> None:
-        self.assertEqual(package(self.rt.request("list", timeout=30)["result"], self.pkg), package(self.rt.ready, self.pkg))
+        relisted = self.rt.request("list", timeout=30)["result"]
+        self.assertEqual(package(relisted, self.pkg), package(self.rt.ready, self.pkg))
 
     # ---------------------------------------------------------------- tools
     def test_structured_output(self) -> None:

@@ -243,5 +243,52 @@ class StdioLoadErrorTest(unittest.TestCase):
                 self.assertEqual(len(package(report, "time")["tools"]), 2)
 
 
+class StdioManifestTest(unittest.TestCase):
+    def test_array_form_with_env_and_cwd(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = manifest_root(
+                tmp,
+                """
+                [[packages]]
+                name = "clock-1"
+                command = ["python", "launch.py"]
+                cwd = "work"
+                env = { CLOCK = "on" }
+                """,
+            )
+            os.makedirs(os.path.join(root, "work"))
+            with open(os.path.join(root, "work", "launch.py"), "w") as fh:
+                fh.write(
+                    textwrap.dedent(
+                        """
+                        import os, runpy, sys
+                        assert os.environ["CLOCK"] == "on" and os.path.basename(os.getcwd()) == "work"
+                        sys.argv = ["mcp_server_time"]
+                        runpy.run_module("mcp_server_time", run_name="__main__")
+                        """
+                    )
+                )
+            with RuntimeProcess(root, python=compat_python("stdio"), timeout=60) as rt:
+                clock = package(rt.ready, "clock-1")
+                self.assertIsNone(clock["error"], rt.stderr_so_far())
+                r = rt.call_tool("clock-1.get_current_time", {"timezone": "UTC"})["result"]
+                self.assertEqual(r["structuredContent"]["timezone"], "UTC")
+
+    def test_bad_command_entries(self) -> None:
+        cases = {
+            '[packages.x]\nserver = "x:mcp"\ncommand = ["python"]': "packages.x has both 'server' and 'command'",
+            '[packages.x]\ncommand = "python -m x"': "packages.x.command must be a non-empty array of strings",
+            '[packages.x]\nenv = { A = "1" }': "packages.x.env needs a 'command'",
+            '[[packages]]\nname = "a.b"\ncommand = ["python"]': "packages[0]: a command package's name must be",
+            '[packages.x]\ncommand = ["python"]\nenv = { A = 1 }': "packages.x.env must be a table of strings",
+        }
+        for toml, message in cases.items():
+            with self.subTest(toml=toml), tempfile.TemporaryDirectory() as tmp:
+                with RuntimeProcess(manifest_root(tmp, toml)) as rt:
+                    (bad,) = rt.ready["packages"]
+                    self.assertEqual(bad["name"], "ramen.toml")
+                    self.assertIn(message, bad["error"]["message"])
+
+
 if __name__ == "__main__":
     unittest.main()
