@@ -269,6 +269,15 @@ class MCPServerAdapter(Adapter):
             if "subscriptions" in params:
                 self._ctx_kwargs["subscriptions"] = getattr(server, "_subscriptions", None)
 
+    def check(self) -> None:
+        if self._ctx_cls is None:
+            raise Undrivable(f"no Context class next to {type(self.server).__qualname__} (SDK 2.x expected)")
+        # the context is passed positionally after the method's own arguments
+        for method, positional in (("call_tool", 3), ("read_resource", 2), ("get_prompt", 3)):
+            params = inspect.signature(getattr(self.server, method)).parameters.values()
+            if sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) < positional:
+                raise Undrivable(f"its {method} takes no context argument (SDK 2.x MCPServer expected)")
+
     def _context(self, call: Call) -> Any:
         meta = None
         if call.meta is not None:
@@ -322,6 +331,10 @@ class FastMCP1Adapter(Adapter):
         self.types_mod = sys.modules.get("mcp.types") or self.types_mod
         lowlevel = sys.modules.get("mcp.server.lowlevel.server")
         self._request_ctx = getattr(lowlevel, "request_ctx", None)
+
+    def check(self) -> None:
+        if self._request_ctx is None:
+            raise Undrivable("mcp.server.lowlevel.server.request_ctx is missing (SDK 1.x expected)")
 
     def _bind(self, call: Call) -> Any:
         raw = _raw_meta_with_token(call)
