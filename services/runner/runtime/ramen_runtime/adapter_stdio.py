@@ -110,6 +110,7 @@ class StdioAdapter(Adapter):
                 raise StdioStartError(f"initialize failed: {exc.message}", tail) from None
             raise
         log.info("stdio server of package %r started (pid %d): %s", self.package, session.pid, self.server_ref)
+        session.on_closed = self._live.clear  # at once: no call may pick a dead session
         return session
 
     async def start(self) -> None:

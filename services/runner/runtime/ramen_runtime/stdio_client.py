@@ -59,6 +59,7 @@ class Session:
         self.closed: asyncio.Future[str] = self.loop.create_future()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self.init_result: dict[str, Any] = {}
+        self.on_closed: Any = None  # called (no arguments) the moment the session ends
         self._tasks = [
             self.loop.create_task(self._read_stdout(), name=f"stdio {name}: stdout"),
             self.loop.create_task(self._read_stderr(), name=f"stdio {name}: stderr"),
@@ -271,6 +272,8 @@ class Session:
             if not fut.done():
                 fut.set_exception(err)
         self.closed.set_result(why)
+        if self.on_closed is not None:
+            self.on_closed()
         # the stderr reader ends at EOF; give it a moment so the last lines are kept
         await asyncio.wait([self._tasks[1]], timeout=1.0)
 
