@@ -4,7 +4,8 @@ Standard library only. Run as ``python -m ramen_runtime --root <snapshot> [--no-
 See docs/packages.md for the package contract and the node ⇄ runtime protocol.
 """
 
-from .main import main
+__version__ = "0.1.0"  # before the imports: stdio_client reports it to the servers it starts
+
+from .main import main  # noqa: E402
 
 __all__ = ["main"]
-__version__ = "0.1.0"

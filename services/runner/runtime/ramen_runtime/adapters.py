@@ -1,27 +1,29 @@
-"""Adapters that drive one package's MCP server object.
-
-Supported server objects (detected by the modules their classes live in, never
-by importing an SDK here):
-
-* ``mcpserver`` - the official SDK 2.x ``mcp.server.mcpserver.MCPServer``
-* ``fastmcp1``  - the official SDK 1.x ``mcp.server.fastmcp.FastMCP``
-* ``fastmcp``   - the standalone ``fastmcp`` package's ``FastMCP``
-* ``generic``   - anything else with async ``list_tools`` / ``call_tool``
+"""Adapters that drive one package's MCP server object: the base, SDK 2.x and SDK 1.x.
 
 Each adapter turns the server's public async methods into plain JSON: lists of
 MCP Tool/Resource/ResourceTemplate/Prompt objects, and CallToolResult /
-ReadResourceResult / GetPromptResult JSON strings for calls.
+ReadResourceResult / GetPromptResult JSON strings for calls. The base class also
+holds the server's lifespan (lifespan.py) and maps SDK errors to protocol errors.
+
+* ``Adapter``          - ``generic``: anything with async ``list_tools`` / ``call_tool``
+* ``MCPServerAdapter`` - ``mcpserver``: SDK 2.x ``mcp.server.mcpserver.MCPServer``
+* ``FastMCP1Adapter``  - ``fastmcp1``: SDK 1.x ``mcp.server.fastmcp.FastMCP``
+
+The other kinds live in adapter_fastmcp.py, adapter_lowlevel.py and adapter_stdio.py;
+kinds.py tells the kinds apart.
 """
 
 from __future__ import annotations
 
 import base64
+import contextvars
 import inspect
 import json
 import logging
 import sys
 from typing import Any
 
+from .lifespan import Lifespan
 from .protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -29,7 +31,6 @@ from .protocol import (
     ProtocolError,
     dump_obj,
     dumps,
-    result_dict,
     result_json,
 )
 from .session import Call, Meta1, RequestContext
@@ -39,26 +40,6 @@ log = logging.getLogger("ramen_runtime")
 
 # ---------------------------------------------------------------------------
 # helpers
-
-
-def looks_like_server(obj: Any) -> bool:
-    if obj is None or isinstance(obj, type) or inspect.ismodule(obj):
-        return False
-    return inspect.iscoroutinefunction(getattr(obj, "list_tools", None)) and inspect.iscoroutinefunction(
-        getattr(obj, "call_tool", None)
-    )
-
-
-def detect_kind(obj: Any) -> str:
-    for cls in type(obj).__mro__:
-        mod = getattr(cls, "__module__", "") or ""
-        if mod.startswith("mcp.server.mcpserver"):
-            return "mcpserver"
-        if mod.startswith("mcp.server.fastmcp"):
-            return "fastmcp1"
-        if mod == "fastmcp" or mod.startswith("fastmcp."):
-            return "fastmcp"
-    return "generic"
 
 
 def _has_class_named(exc: BaseException, *names: str) -> bool:
@@ -139,29 +120,65 @@ def _raw_meta_with_token(call: Call) -> dict[str, Any]:
 # adapters
 
 
+class Undrivable(Exception):
+    """The server object is of a known kind but lacks what the runtime needs to drive it."""
+
+
+class AsMCPError(Exception):
+    """A ProtocolError in the ``.error`` shape of an SDK ``MCPError``, for ``Adapter._resource_error``."""
+
+    def __init__(self, perr: ProtocolError) -> None:
+        super().__init__(perr.message)
+        self.error = perr
+
+
 class Adapter:
     kind = "generic"
+    # the context of the lifespan's holding task, copied for each call (see lifespan.py)
+    call_context: contextvars.Context | None = None
 
     def __init__(self, package: str, server: Any, server_ref: str) -> None:
         self.package = package
         self.server = server
         self.server_ref = server_ref
         self.lifespan_context: Any = {}
-        self._lifespan_cm: Any = None
+        self._lifespan: Lifespan | None = None
         self.types_mod = sys.modules.get("mcp_types") or sys.modules.get("mcp.types")
 
+    def check(self) -> None:
+        """Raise ``Undrivable`` when the object lacks an API this adapter calls (run at load)."""
+
+    def start_error(self, exc: BaseException) -> dict[str, str] | None:
+        """A load error of this adapter's own for ``start()`` raising exc; None: the lifespan's traceback."""
+        return None
+
+    def unserved(self, pkg: Any) -> str | None:
+        """After listing: why what the server lists could not be served, or None."""
+        if (pkg.resources or pkg.resource_templates) and not callable(getattr(self.server, "read_resource", None)):
+            return "it lists resources but has no read_resource method"
+        if pkg.prompts and not callable(getattr(self.server, "get_prompt", None)):
+            return "it lists prompts but has no get_prompt method"
+        return None
+
     # lifecycle -------------------------------------------------------------
-    async def start(self) -> None:
+    def _lifespan_cm(self) -> Any:
+        """The async context manager to hold open from load to stop, or None."""
         settings = getattr(self.server, "settings", None)
         lifespan = getattr(settings, "lifespan", None)
-        if lifespan is not None:
-            self._lifespan_cm = lifespan(self.server)
-            self.lifespan_context = await self._lifespan_cm.__aenter__()
+        return lifespan(self.server) if lifespan is not None else None
+
+    async def start(self) -> None:
+        cm = self._lifespan_cm()
+        if cm is None:
+            return
+        self._lifespan = Lifespan(self.package, cm)
+        self.lifespan_context = await self._lifespan.enter()
+        self.call_context = self._lifespan.context
 
     async def stop(self) -> None:
-        cm, self._lifespan_cm = self._lifespan_cm, None
-        if cm is not None:
-            await cm.__aexit__(None, None, None)
+        held, self._lifespan = self._lifespan, None
+        if held is not None:
+            await held.exit()
 
     # listing ---------------------------------------------------------------
     async def _list(self, method: str) -> list[dict[str, Any]]:
@@ -252,6 +269,15 @@ class MCPServerAdapter(Adapter):
             if "subscriptions" in params:
                 self._ctx_kwargs["subscriptions"] = getattr(server, "_subscriptions", None)
 
+    def check(self) -> None:
+        if self._ctx_cls is None:
+            raise Undrivable(f"no Context class next to {type(self.server).__qualname__} (SDK 2.x expected)")
+        # the context is passed positionally after the method's own arguments
+        for method, positional in (("call_tool", 3), ("read_resource", 2), ("get_prompt", 3)):
+            params = inspect.signature(getattr(self.server, method)).parameters.values()
+            if sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) < positional:
+                raise Undrivable(f"its {method} takes no context argument (SDK 2.x MCPServer expected)")
+
     def _context(self, call: Call) -> Any:
         meta = None
         if call.meta is not None:
@@ -306,6 +332,10 @@ class FastMCP1Adapter(Adapter):
         lowlevel = sys.modules.get("mcp.server.lowlevel.server")
         self._request_ctx = getattr(lowlevel, "request_ctx", None)
 
+    def check(self) -> None:
+        if self._request_ctx is None:
+            raise Undrivable("mcp.server.lowlevel.server.request_ctx is missing (SDK 1.x expected)")
+
     def _bind(self, call: Call) -> Any:
         raw = _raw_meta_with_token(call)
         token = raw.pop("progress_token")
@@ -327,152 +357,6 @@ class FastMCP1Adapter(Adapter):
         return await super().get_prompt(call, name, arguments)
 
 
-class FastMCPAdapter(Adapter):
-    """Standalone ``fastmcp`` (2.x+/4.x): public API plus its ``bind_request_context``."""
-
-    kind = "fastmcp"
-
-    def __init__(self, package: str, server: Any, server_ref: str) -> None:
-        super().__init__(package, server, server_ref)
-        self.types_mod = sys.modules.get("mcp_types") or self.types_mod
-        deps = sys.modules.get("fastmcp.server.dependencies")
-        self._bind_cm = getattr(deps, "bind_request_context", None)
-        versions = sys.modules.get("fastmcp.utilities.versions")
-        self._dedupe = getattr(versions, "dedupe_with_versions", None)
-        schema = sys.modules.get("fastmcp.utilities.json_schema")
-        self._is_object_schema = getattr(schema, "is_object_schema", None)
-        self._lifespan_gen: Any = None
-
-    async def start(self) -> None:
-        manager = getattr(self.server, "_lifespan_manager", None)
-        if manager is not None:
-            self._lifespan_gen = manager()
-            await self._lifespan_gen.__aenter__()
-
-    async def stop(self) -> None:
-        gen, self._lifespan_gen = self._lifespan_gen, None
-        if gen is not None:
-            await gen.__aexit__(None, None, None)
-
-    def _rc(self, call: Call) -> RequestContext:
-        meta = _raw_meta_with_token(call)
-        if isinstance(call.params, dict):
-            call.params = dict(call.params, _meta=dict(call.meta or {}))
-        return RequestContext(call, self.lifespan_context, meta)
-
-    def _deduped(self, items: list[Any], key: Any) -> list[Any]:
-        if self._dedupe is not None:
-            return list(self._dedupe(items, key))
-        seen: dict[Any, Any] = {}
-        for item in items:
-            seen.setdefault(key(item), item)
-        return list(seen.values())
-
-    async def list_tools(self) -> list[dict[str, Any]]:
-        tools = self._deduped(list(await self.server.list_tools()), lambda t: t.name)
-        out = []
-        for tool in tools:
-            if not hasattr(tool, "to_mcp_tool"):
-                out.append(dump_obj(tool))
-                continue
-            schema = getattr(tool, "output_schema", None)
-            kwargs: dict[str, Any] = {"name": tool.name}
-            if schema is not None:
-                kwargs["outputSchema"] = self._legacy_output_schema(schema)
-            out.append(dump_obj(tool.to_mcp_tool(**kwargs)))
-        return out
-
-    def _legacy_output_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
-        # Mirrors fastmcp's handshake-era rule: MCP 2025-11-25 wants an object at the root.
-        is_obj = self._is_object_schema(schema) if self._is_object_schema else schema.get("type") == "object"
-        if is_obj:
-            return schema if schema.get("type") == "object" else {**schema, "type": "object"}
-        wrapped = {
-            "type": "object",
-            "properties": {"result": schema},
-            "required": ["result"],
-            "x-fastmcp-wrap-result": True,
-        }
-        for key in ("$defs", "definitions"):
-            if key in schema:
-                wrapped[key] = schema[key]
-        return wrapped
-
-    async def list_resources(self) -> list[dict[str, Any]]:
-        items = self._deduped(list(await self.server.list_resources()), lambda r: str(r.uri))
-        return [dump_obj(r.to_mcp_resource(uri=str(r.uri)) if hasattr(r, "to_mcp_resource") else r) for r in items]
-
-    async def list_resource_templates(self) -> list[dict[str, Any]]:
-        items = self._deduped(list(await self.server.list_resource_templates()), lambda t: t.uri_template)
-        return [
-            dump_obj(t.to_mcp_template(uri_template=t.uri_template) if hasattr(t, "to_mcp_template") else t)
-            for t in items
-        ]
-
-    async def list_prompts(self) -> list[dict[str, Any]]:
-        items = self._deduped(list(await self.server.list_prompts()), lambda p: p.name)
-        return [dump_obj(p.to_mcp_prompt(name=p.name) if hasattr(p, "to_mcp_prompt") else p) for p in items]
-
-    async def call_tool(self, call: Call, name: str, arguments: dict[str, Any]) -> str:
-        rc = self._rc(call)
-        try:
-            with self._bind_cm(rc):
-                result = await self.server.call_tool(name, arguments)
-        except Exception as exc:
-            perr = mcp_error(exc)
-            if perr is not None:
-                raise perr from exc
-            if _has_class_named(exc, "NotFoundError", "DisabledError"):
-                return tool_error_json(f"Unknown tool: {name!r}")
-            return tool_error_json(str(exc))
-        if _has_class_named_type(type(result), "InputRequiredToolResult"):
-            raise ProtocolError(
-                INVALID_PARAMS,
-                f"Tool {name!r} returned an InputRequiredResult, which needs MCP 2026-07-28; "
-                "use ctx.elicit() on 2025-11-25",
-            )
-        to_mcp = getattr(result, "to_mcp_result", None)
-        if to_mcp is None:
-            return result_json(result)
-        structured = getattr(result, "structured_content", None)
-        if structured is not None and not isinstance(structured, dict):
-            result = type(result)(
-                content=result.content,
-                structured_content={"result": structured},
-                meta=getattr(result, "meta", None),
-                is_error=getattr(result, "is_error", False),
-            )
-            to_mcp = result.to_mcp_result
-        out = to_mcp()
-        if hasattr(out, "model_dump_json"):
-            return result_json(out)
-        return normalize_tool_output(out)
-
-    async def read_resource(self, call: Call, uri: str) -> str:
-        rc = self._rc(call)
-        try:
-            with self._bind_cm(rc):
-                result = await self.server.read_resource(uri)
-        except Exception as exc:
-            raise self._resource_error(exc, uri) from exc
-        if hasattr(result, "to_mcp_result"):
-            return result_json(result.to_mcp_result(uri))
-        return self._contents(uri, result)
-
-    async def get_prompt(self, call: Call, name: str, arguments: dict[str, Any] | None) -> str:
-        rc = self._rc(call)
-        try:
-            with self._bind_cm(rc):
-                result = await self.server.render_prompt(name, arguments)
-        except Exception as exc:
-            if _has_class_named(exc, "NotFoundError", "DisabledError"):
-                raise ProtocolError(INVALID_PARAMS, f"Unknown prompt: {name!r}") from exc
-            raise self._prompt_error(exc) from exc
-        if hasattr(result, "to_mcp_prompt_result"):
-            return result_json(result.to_mcp_prompt_result())
-        return result_json(result)
-
-
 def _find_context_class(server: Any) -> Any:
     for cls in type(server).__mro__:
         mod = sys.modules.get(getattr(cls, "__module__", ""))
@@ -480,18 +364,3 @@ def _find_context_class(server: Any) -> Any:
         if isinstance(ctx, type):
             return ctx
     return None
-
-
-ADAPTERS: dict[str, type[Adapter]] = {
-    "mcpserver": MCPServerAdapter,
-    "fastmcp1": FastMCP1Adapter,
-    "fastmcp": FastMCPAdapter,
-    "generic": Adapter,
-}
-
-
-def make_adapter(package: str, server: Any, server_ref: str) -> Adapter:
-    return ADAPTERS[detect_kind(server)](package, server, server_ref)
-
-
-__all__ = ["Adapter", "make_adapter", "looks_like_server", "detect_kind", "result_dict"]

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import tomllib
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from .adapters import Adapter, looks_like_server, make_adapter
+from .adapter_stdio import StdioAdapter
+from .adapters import Adapter
+from .kinds import Undrivable, client_class, detect_kind, looks_like_server, make_adapter
 
 MANIFEST = "ramen.toml"
 SERVER_ATTRS = ("mcp", "server", "app")
 SKIP_DIRS = {"tests"}
+# a stdio package's name only ends up in "<name>.<tool>": MCP tool-name characters, no dot
+STDIO_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 
 class ManifestError(Exception):
@@ -25,6 +30,9 @@ class ManifestError(Exception):
 class PackageSpec:
     name: str
     server: str | None = None  # "module:attribute" from the manifest
+    command: list[str] | None = None  # a stdio MCP server program instead of a Python package
+    env: dict[str, str] | None = None  # extra environment for `command`
+    cwd: str | None = None  # working directory of `command`, relative to the snapshot root
 
 
 @dataclass
@@ -81,21 +89,57 @@ def read_manifest(root: str) -> tuple[bool | None, list[PackageSpec] | None]:
     raw = data.get("packages")
     if raw is None:
         return namespace, None
-    if not isinstance(raw, list):
-        raise ManifestError(f"{MANIFEST}: 'packages' must be an array of tables ([[packages]])")
+    if isinstance(raw, dict):  # [packages.<name>] tables: the key is the name
+        entries = []
+        for name, entry in raw.items():
+            if not isinstance(entry, dict):
+                raise ManifestError(f"{MANIFEST}: packages.{name} must be a table")
+            if entry.get("name", name) != name:
+                raise ManifestError(f"{MANIFEST}: packages.{name} has a different 'name' ({entry['name']!r})")
+            entries.append(dict(entry, name=name))
+    elif isinstance(raw, list):
+        entries = raw
+    else:
+        raise ManifestError(
+            f"{MANIFEST}: 'packages' must be an array of tables ([[packages]]) or tables ([packages.NAME])"
+        )
     specs: list[PackageSpec] = []
     seen: set[str] = set()
-    for i, entry in enumerate(raw):
+    for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
             raise ManifestError(f"{MANIFEST}: packages[{i}] needs a string 'name'")
-        server = entry.get("server")
-        if server is not None and (not isinstance(server, str) or not server):
-            raise ManifestError(f"{MANIFEST}: packages[{i}].server must be a string 'module:attribute'")
         if entry["name"] in seen:
             raise ManifestError(f"{MANIFEST}: package {entry['name']!r} is listed twice")
         seen.add(entry["name"])
-        specs.append(PackageSpec(entry["name"], server))
+        specs.append(_spec(entry, f"packages[{i}]" if isinstance(raw, list) else f"packages.{entry['name']}"))
     return namespace, specs
+
+
+def _spec(entry: dict[str, Any], where: str) -> PackageSpec:
+    server = entry.get("server")
+    if server is not None and (not isinstance(server, str) or not server):
+        raise ManifestError(f"{MANIFEST}: {where}.server must be a string 'module:attribute'")
+    command = entry.get("command")
+    if command is None:
+        for key in ("env", "cwd"):
+            if key in entry:
+                raise ManifestError(f"{MANIFEST}: {where}.{key} needs a 'command'")
+        return PackageSpec(entry["name"], server)
+    if server is not None:
+        raise ManifestError(f"{MANIFEST}: {where} has both 'server' and 'command'; choose one")
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+        raise ManifestError(f"{MANIFEST}: {where}.command must be a non-empty array of strings")
+    if not STDIO_NAME.match(entry["name"]):
+        raise ManifestError(
+            f"{MANIFEST}: {where}: a command package's name must be a letter followed by letters, digits, '_' or '-'"
+        )
+    env = entry.get("env")
+    if env is not None and (not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values())):
+        raise ManifestError(f"{MANIFEST}: {where}.env must be a table of strings")
+    cwd = entry.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd):
+        raise ManifestError(f"{MANIFEST}: {where}.cwd must be a string")
+    return PackageSpec(entry["name"], command=list(command), env=env, cwd=cwd)
 
 
 def discover(root: str) -> list[PackageSpec]:
@@ -133,6 +177,9 @@ def find_server(spec: PackageSpec) -> tuple[Any, str]:
         module = importlib.import_module(module_name)
         if attr:
             obj = _resolve_attr(module, attr)
+            client = client_class(obj)
+            if client is not None:
+                raise LookupError(f"{spec.server} is an MCP client ({client}), not a server")
             if not looks_like_server(obj):
                 raise LookupError(
                     f"{spec.server} is a {type(obj).__name__}, not an MCP server object "
@@ -166,6 +213,17 @@ def find_server(spec: PackageSpec) -> tuple[Any, str]:
     )
 
 
+def undrivable_message(pkg: Package, reason: str) -> str:
+    return f"cannot drive package {pkg.name!r} (kind {pkg.kind!r}, {pkg.server_ref}): {reason}"
+
+
+def stdio_package(spec: PackageSpec, root: str) -> Package:
+    """A package served by a stdio MCP server program (started by the adapter's start())."""
+    assert spec.command is not None
+    adapter = StdioAdapter(spec.name, spec.command, root, spec.cwd, spec.env)
+    return Package(spec.name, server_ref=adapter.server_ref, kind=adapter.kind, adapter=adapter)
+
+
 def import_package(spec: PackageSpec) -> Package:
     pkg = Package(spec.name)
     if not spec.name.isidentifier():
@@ -182,10 +240,13 @@ def import_package(spec: PackageSpec) -> Package:
         pkg.error = error_from_exception(f"importing package {spec.name!r} failed")
         return pkg
     pkg.server_ref = ref
+    pkg.kind = detect_kind(server)
     try:
         pkg.adapter = make_adapter(spec.name, server, ref)
-    except Exception:
-        pkg.error = error_from_exception(f"cannot drive the server object {ref}")
+    except Undrivable as exc:
+        pkg.fail(undrivable_message(pkg, str(exc)))
         return pkg
-    pkg.kind = pkg.adapter.kind
+    except Exception:
+        pkg.error = error_from_exception(undrivable_message(pkg, "creating its adapter failed"))
+        return pkg
     return pkg

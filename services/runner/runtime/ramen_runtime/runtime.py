@@ -140,16 +140,31 @@ class Runtime:
             self.namespace = False
         if specs is None:
             specs = loader.discover(self.root)
+        programs = []  # stdio server programs start concurrently; imports and lifespans in order
         for spec in specs:
-            pkg = loader.import_package(spec)
+            if spec.command is not None:
+                pkg = loader.stdio_package(spec, self.root)
+                programs.append(self.loop.create_task(self._start(pkg), name=f"starting package {pkg.name}"))
+            else:
+                pkg = loader.import_package(spec)
+                await self._start(pkg)
             self.packages.append(pkg)
-            if pkg.adapter is not None:
-                try:
-                    await pkg.adapter.start()
-                except Exception:
-                    pkg.error = loader.error_from_exception(f"starting the lifespan of {pkg.server_ref} failed")
-                    pkg.adapter = None
+        if programs:
+            await asyncio.wait(programs)
         return await self.relist()
+
+    async def _start(self, pkg: loader.Package) -> None:
+        if pkg.adapter is None:
+            return
+        try:
+            await pkg.adapter.start()
+        except Exception as exc:
+            error = pkg.adapter.start_error(exc)
+            if error is not None:
+                pkg.fail(loader.undrivable_message(pkg, error["message"]), error["traceback"])
+            else:
+                pkg.error = loader.error_from_exception(f"starting the lifespan of {pkg.server_ref} failed")
+            pkg.adapter = None
 
     async def relist(self) -> dict[str, Any]:
         for pkg in self.packages:
@@ -165,6 +180,11 @@ class Runtime:
             except Exception:
                 pkg.tools, pkg.resources, pkg.resource_templates, pkg.prompts = [], [], [], []
                 pkg.error = loader.error_from_exception(f"listing the server {pkg.server_ref} failed")
+                continue
+            reason = pkg.adapter.unserved(pkg)
+            if reason is not None:
+                pkg.tools, pkg.resources, pkg.resource_templates, pkg.prompts = [], [], [], []
+                pkg.fail(loader.undrivable_message(pkg, reason))
         tables, report = self._build(self.packages)
         self.tables = tables
         return report
@@ -347,8 +367,12 @@ class Runtime:
             adapter.types_mod,
         )
 
-    def spawn(self, rid: Any, coro: Any) -> None:
-        self.calls[rid] = self.loop.create_task(self.run_call(rid, coro))
+    def spawn(self, rid: Any, coro: Any, adapter: Adapter | None = None) -> None:
+        ctx = adapter.call_context if adapter is not None else None
+        if ctx is None:
+            self.calls[rid] = self.loop.create_task(self.run_call(rid, coro))
+        else:  # in (a copy of) what the package's lifespan set up, see lifespan.py
+            self.calls[rid] = self.loop.create_task(self.run_call(rid, coro), context=ctx.copy())
 
     async def run_call(self, rid: Any, coro: Any) -> None:
         try:
@@ -392,7 +416,7 @@ class Runtime:
             return
         adapter, orig = entry
         call = self._call(rid, obj, adapter, "tools/call", {"name": orig, "arguments": args})
-        self.spawn(rid, adapter.call_tool(call, orig, args))
+        self.spawn(rid, adapter.call_tool(call, orig, args), adapter)
 
     def op_get_prompt(self, obj: dict[str, Any]) -> None:
         rid = self._request_id(obj)
@@ -409,7 +433,7 @@ class Runtime:
             return
         adapter, orig = entry
         call = self._call(rid, obj, adapter, "prompts/get", {"name": orig, "arguments": args})
-        self.spawn(rid, adapter.get_prompt(call, orig, args))
+        self.spawn(rid, adapter.get_prompt(call, orig, args), adapter)
 
     def op_read_resource(self, obj: dict[str, Any]) -> None:
         rid = self._request_id(obj)
@@ -431,14 +455,19 @@ class Runtime:
             self.send_error(rid, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
             return
         call = self._call(rid, obj, candidates[0], "resources/read", {"uri": uri})
-        self.spawn(rid, self._read_resource(call, uri, candidates))
+        self.spawn(rid, self._read_resource(call, uri, candidates), candidates[0])
 
     async def _read_resource(self, call: Call, uri: str, candidates: list[Adapter]) -> str:
         last: ProtocolError | None = None
-        for adapter in candidates:
+        for i, adapter in enumerate(candidates):
             call.types_mod = adapter.types_mod
             try:
-                return await adapter.read_resource(call, uri)
+                if i == 0 or adapter.call_context is None:
+                    return await adapter.read_resource(call, uri)
+                # a later candidate runs in its own package's context, like the first
+                return await self.loop.create_task(
+                    adapter.read_resource(call, uri), context=adapter.call_context.copy()
+                )
             except ProtocolError as exc:
                 if exc.code != RESOURCE_NOT_FOUND:
                     raise

@@ -68,6 +68,21 @@ class Call:
         self.types_mod = types_mod
 
 
+class _NoClient:
+    """The node side of a call made by the runtime itself (listing): nobody to notify or ask."""
+
+    def notify(self, call_id: Any, method: str, params: Any) -> None:
+        return None
+
+    async def request(self, call_id: Any, method: str, params: Any, timeout: float | None) -> Any:
+        raise RuntimeError(f"{method} is not available while the runtime lists the server")
+
+
+def listing_call(method: str, params: Any, types_mod: Any) -> Call:
+    """A ``Call`` for a request the runtime makes itself (``tools/list``...), for SDKs that need a context."""
+    return Call(None, _NoClient(), method, params, None, None, types_mod)
+
+
 class Meta1:
     """`RequestParams.Meta` look-alike for SDK 1.x (attribute access, camelCase)."""
 
@@ -113,18 +128,56 @@ class RequestContext:
 
 
 class _Request:
-    """Minimal stand-in for the HTTP request some SDK code peeks at (headers only)."""
+    """Stand-in for a Starlette ``Request`` when Starlette is not loaded: ``headers`` and ``scope``."""
 
-    __slots__ = ("headers",)
+    __slots__ = ("headers", "scope")
 
-    def __init__(self, headers: dict[str, str]) -> None:
-        self.headers = headers
+    def __init__(self, scope: dict[str, Any]) -> None:
+        self.scope = scope
+        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _asgi_scope(headers: dict[str, str]) -> dict[str, Any]:
+    """The ASGI scope of a POST to the node's MCP endpoint carrying ``headers``.
+
+    No ``user``/``auth`` keys: the node authenticates, the package sees no identity, and
+    code that reads ``request.scope.get("user")`` (fastmcp's ``get_access_token``, on
+    every call) falls back to its "no token" path as it does on stdio.
+    """
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "server": None,
+        "client": None,
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(k.encode("latin-1", "replace"), v.encode("latin-1", "replace")) for k, v in headers.items()],
+    }
 
 
 def _request_for(client: Any) -> Any:
-    if client and client.get("sessionId"):
-        return _Request({"mcp-session-id": str(client["sessionId"])})
-    return None
+    """``request_context.request``: None (as on stdio) unless the node passed a session id.
+
+    With a session id the SDKs' HTTP path is what packages expect, and code written for
+    it treats the request as a Starlette ``Request`` (fastmcp reads ``.headers`` for
+    ``mcp-session-id`` and ``.scope`` for the authenticated user). A header-only stand-in
+    broke every fastmcp call with "'_Request' object has no attribute 'scope'", so the
+    request is a real ``starlette.requests.Request`` over a synthetic ASGI scope whenever
+    a package has Starlette loaded (every SDK and fastmcp does), else the stand-in.
+    """
+    if not client or not client.get("sessionId"):
+        return None
+    scope = _asgi_scope({"mcp-session-id": str(client["sessionId"])})
+    starlette = sys.modules.get("starlette.requests")
+    request_cls = getattr(starlette, "Request", None) if starlette is not None else None
+    if request_cls is not None:
+        return request_cls(scope)
+    return _Request(scope)
 
 
 class CallSession:

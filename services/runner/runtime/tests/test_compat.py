@@ -1,39 +1,29 @@
 """The other supported server objects: SDK 1.x ``FastMCP`` and the standalone ``fastmcp``.
 
-Each needs its own virtualenv (they cannot share one with mcp 2.x). The tests run when one
-is found and are skipped otherwise:
-
-* SDK 1.x:   $RAMEN_TEST_MCP1_PYTHON,   else ~/.cache/ramen/scratch/mcp1/bin/python  (pip install 'mcp<2')
-* fastmcp:   $RAMEN_TEST_FASTMCP_PYTHON, else ~/.cache/ramen/scratch/fmcp/bin/python  (pip install fastmcp)
+Each needs its own virtualenv (they cannot share one with mcp 2.x), created by
+``scripts/install-compat-servers``: ``compat/mcp1`` (mcp 1.x) and ``compat/fastmcp``
+(fastmcp 4.x) under ``${RAMEN_CACHE_DIR:-~/.cache/ramen}``, or ``$RAMEN_TEST_MCP1_PYTHON`` /
+``$RAMEN_TEST_FASTMCP_PYTHON``. Without them the tests fail, naming the script to run.
 """
 
 from __future__ import annotations
 
-import os
 import unittest
 
 from .rtclient import RuntimeProcess, fixture, package, text_of
-
-
-def _python(env: str, default: str) -> str | None:
-    path = os.environ.get(env) or os.path.expanduser(default)
-    return path if os.access(path, os.X_OK) else None
-
-
-MCP1_PYTHON = _python("RAMEN_TEST_MCP1_PYTHON", "~/.cache/ramen/scratch/mcp1/bin/python")
-FASTMCP_PYTHON = _python("RAMEN_TEST_FASTMCP_PYTHON", "~/.cache/ramen/scratch/fmcp/bin/python")
+from .venvs import compat_python
 
 
 class _CompatMixin:
     repo: str
     pkg: str
     kind: str
-    python: str | None
+    venv: str
     rt: RuntimeProcess
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.rt = RuntimeProcess(fixture(cls.repo), python=cls.python)
+        cls.rt = RuntimeProcess(fixture(cls.repo), python=compat_python(cls.venv))
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -94,11 +84,9 @@ class _CompatMixin:
         self.assertIn("yo", text_of(self.rt.wait_reply(rid)["result"]))
 
 
-@unittest.skipUnless(MCP1_PYTHON, "no virtualenv with mcp<2 (see module docstring)")
 class FastMCP1Test(_CompatMixin, unittest.TestCase):
-    repo, pkg, kind, python = "fastmcp1-repo", "legacy", "fastmcp1", MCP1_PYTHON
+    repo, pkg, kind, venv = "fastmcp1-repo", "legacy", "fastmcp1", "mcp1"
 
 
-@unittest.skipUnless(FASTMCP_PYTHON, "no virtualenv with fastmcp (see module docstring)")
 class StandaloneFastMCPTest(_CompatMixin, unittest.TestCase):
-    repo, pkg, kind, python = "fastmcp-repo", "standalone", "fastmcp", FASTMCP_PYTHON
+    repo, pkg, kind, venv = "fastmcp-repo", "standalone", "fastmcp", "fastmcp"
