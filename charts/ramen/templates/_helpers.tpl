@@ -1,6 +1,6 @@
 {{/*
 The helpers this chart and its service subcharts share live in the ramen-common library
-chart (charts/ramen-common, a dependency of this chart): names and labels, the RAMEN_*
+chart (charts/ramen/charts/ramen-common, a dependency of this chart): names and labels, the RAMEN_*
 environment, the drain/grace invariants, the NATS monitoring endpoint, and the workload
 templates each subchart renders (ramen.deployment, ramen.service, ramen.pdb,
 ramen.serviceAccount, ramen.networkPolicy, ramen.podMonitor). Helm's template namespace is
