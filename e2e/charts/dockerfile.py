@@ -1,5 +1,6 @@
 """Just enough of the Dockerfile and .dockerignore formats to check the images without a
 Docker engine: stages with their instructions (ARGs resolved), and BuildKit's ignore rules."""
+
 import dataclasses
 import json
 import pathlib
@@ -55,7 +56,9 @@ def _lines(text: str) -> list[str]:
 
 
 def _resolve(text: str, args: dict[str, str]) -> str:
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), m.group(0)), text)
+    return re.sub(
+        r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), m.group(0)), text
+    )
 
 
 def parse(path: pathlib.Path) -> tuple[list[Stage], dict[str, str]]:
@@ -70,7 +73,11 @@ def parse(path: pathlib.Path) -> tuple[list[Stage], dict[str, str]]:
         if keyword == "ARG":
             name, _, default = rest.partition("=")
             target = scope if stages else global_args
-            target[name] = _resolve(default, {**global_args, **scope}) if default else global_args.get(name, "")
+            target[name] = (
+                _resolve(default, {**global_args, **scope})
+                if default
+                else global_args.get(name, "")
+            )
             continue
         if keyword == "FROM":
             parts = rest.split()
@@ -81,7 +88,9 @@ def parse(path: pathlib.Path) -> tuple[list[Stage], dict[str, str]]:
             continue
         if not stages:
             continue
-        stages[-1].instructions.append(Instruction(keyword, _resolve(rest, {**global_args, **scope})))
+        stages[-1].instructions.append(
+            Instruction(keyword, _resolve(rest, {**global_args, **scope}))
+        )
     return stages, global_args
 
 

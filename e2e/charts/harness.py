@@ -1,5 +1,6 @@
 """The chart check's plumbing: the chart copy Helm can render offline, `helm` invocations, the
 rendered objects, and a tiny test runner whose failures say what was found."""
+
 import dataclasses
 import pathlib
 import re
@@ -56,7 +57,9 @@ class Render:
 
     def get(self, kind: str, name: str) -> dict:
         found = [o for o in self.kinds(kind) if o["metadata"]["name"] == name]
-        expect(len(found) == 1, f"want one {kind} {name}, found {len(found)} among {self.names(kind)}")
+        expect(
+            len(found) == 1, f"want one {kind} {name}, found {len(found)} among {self.names(kind)}"
+        )
         return found[0]
 
     def names(self, kind: str) -> list[str]:
@@ -78,7 +81,9 @@ class Helm:
     chart: pathlib.Path
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.binary), *args], capture_output=True, text=True, check=False)
+        return subprocess.run(
+            [str(self.binary), *args], capture_output=True, text=True, check=False
+        )
 
     def template(self, values=(), sets=(), kube: str | None = None, api_versions=()) -> Render:
         """`helm template` of the chart copy; raises RenderError with Helm's stderr."""
@@ -110,8 +115,13 @@ class Helm:
 def kube_range(chart_yaml: dict) -> tuple[str, str]:
     """(lowest, newest) Kubernetes minor the chart claims: kubeVersion ">=A.B.x-0 <C.D.0-0"."""
     claim = str(chart_yaml.get("kubeVersion", ""))
-    match = re.fullmatch(r">=\s*(\d+)\.(\d+)\.\d+(?:-0)?\s+<\s*(\d+)\.(\d+)\.0(?:-0)?", claim.strip())
-    expect(bool(match), f"Chart.yaml kubeVersion is {claim!r}: want an explicit range '>=1.A.0-0 <1.B.0-0'")
+    match = re.fullmatch(
+        r">=\s*(\d+)\.(\d+)\.\d+(?:-0)?\s+<\s*(\d+)\.(\d+)\.0(?:-0)?", claim.strip()
+    )
+    expect(
+        bool(match),
+        f"Chart.yaml kubeVersion is {claim!r}: want an explicit range '>=1.A.0-0 <1.B.0-0'",
+    )
     low = (int(match.group(1)), int(match.group(2)))
     high = (int(match.group(3)), int(match.group(4)) - 1)
     expect(high >= low, f"Chart.yaml kubeVersion {claim!r} is empty")
@@ -133,7 +143,9 @@ def prepare(root: pathlib.Path, tmp: pathlib.Path) -> tuple[pathlib.Path, list[d
     """A copy of charts/ramen without the bundled third-party dependencies (so Helm never
     reaches for their repositories), and the dependencies it removed."""
     chart = tmp / "ramen"
-    shutil.copytree(root / "charts/ramen", chart, ignore=shutil.ignore_patterns("*.tgz", "Chart.lock"))
+    shutil.copytree(
+        root / "charts/ramen", chart, ignore=shutil.ignore_patterns("*.tgz", "Chart.lock")
+    )
     meta = yaml.safe_load((chart / "Chart.yaml").read_text())
     removed = [d for d in meta["dependencies"] if d["name"] in BUNDLED]
     meta["dependencies"] = [d for d in meta["dependencies"] if d["name"] not in BUNDLED]
@@ -143,12 +155,20 @@ def prepare(root: pathlib.Path, tmp: pathlib.Path) -> tuple[pathlib.Path, list[d
 
 def container(deployment: dict) -> dict:
     containers = deployment["spec"]["template"]["spec"]["containers"]
-    expect(len(containers) == 1, f"{deployment['metadata']['name']}: {len(containers)} containers, want 1")
+    expect(
+        len(containers) == 1,
+        f"{deployment['metadata']['name']}: {len(containers)} containers, want 1",
+    )
     return containers[0]
 
 
 def env_of(deployment: dict) -> dict[str, str]:
     return {e["name"]: e.get("value") for e in container(deployment).get("env", [])}
+
+
+def env(render: Render, service: str) -> dict[str, str]:
+    """The env of a service's Deployment."""
+    return env_of(render.get("Deployment", f"{RELEASE}-{service}"))
 
 
 def seconds(duration: str) -> int:

@@ -2,6 +2,7 @@
 the `ramen` CLI's subcommands and services, the worker's config keys, the process config's
 keys and env aliases, and the deployer's durable consumer. Regex-based on purpose: each reader
 fails loudly (ParseError) when the code it reads changed shape, rather than guessing."""
+
 import pathlib
 import re
 
@@ -66,7 +67,9 @@ class Cli:
             for name in re.findall(r"#\[arg\(long\)\]\s*(\w+)\s*:", worker.group(1))
         ]
         if not self.subcommands or not self.services or not self.worker_flags:
-            raise ParseError(f"{where}: found {self.subcommands}, {self.services}, {self.worker_flags}")
+            raise ParseError(
+                f"{where}: found {self.subcommands}, {self.services}, {self.worker_flags}"
+            )
 
 
 def struct_fields(text: str, name: str, where: str) -> dict[str, str]:
@@ -88,7 +91,13 @@ def node_config_keys(root: pathlib.Path) -> dict[str, set[str]]:
         "blob": set(struct_fields(text, "BlobConfig", where)),
         "blob.s3": set(struct_fields(model, "S3Config", "libs/config/src/model.rs")),
         "snapshot": set(struct_fields(text, "SnapshotRef", where)),
-        "policy": set(struct_fields(_read(root, "services/runner/src/policy.rs"), "PolicyConfig", "services/runner/src/policy.rs")),
+        "policy": set(
+            struct_fields(
+                _read(root, "services/runner/src/policy.rs"),
+                "PolicyConfig",
+                "services/runner/src/policy.rs",
+            )
+        ),
     }
 
 
@@ -127,7 +136,9 @@ def env_names_read_directly(root: pathlib.Path) -> set[str]:
     return names
 
 
-def known_env(root: pathlib.Path, name: str, keys: set[str], aliases: dict[str, str], direct: set[str]) -> bool:
+def known_env(
+    root: pathlib.Path, name: str, keys: set[str], aliases: dict[str, str], direct: set[str]
+) -> bool:
     """Whether the process reads RAMEN_* variable `name` (figment: `__` nests, else an alias,
     else the lowercased name as a top-level key)."""
     if name in direct:

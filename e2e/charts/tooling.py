@@ -1,6 +1,7 @@
 """Checks on the chart as a package: its dependencies (local ones vendored, bundled ones
 conditional and off by default), `helm dependency build` and `helm lint --strict` offline, and
 the Kubernetes versions it claims."""
+
 import pathlib
 import subprocess
 
@@ -13,7 +14,9 @@ LINTED = ((), ("values-prod.yaml",), ("values-dev.yaml",))
 
 
 def run(suite: Suite, helm: Helm, root: pathlib.Path, removed: list[dict]) -> None:
-    suite.check("charts/check-versions: every chart in lock-step with the workspace", versions, root)
+    suite.check(
+        "charts/check-versions: every chart in lock-step with the workspace", versions, root
+    )
     suite.check("bundled charts are conditional, remote and off by default", bundled, root, removed)
     suite.check("local subcharts are vendored (no repository)", vendored, helm)
     suite.check("helm dependency build works offline", dependency_build, helm)
@@ -23,7 +26,9 @@ def run(suite: Suite, helm: Helm, root: pathlib.Path, removed: list[dict]) -> No
 
 
 def versions(root: pathlib.Path) -> None:
-    done = subprocess.run([str(root / "charts/check-versions")], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [str(root / "charts/check-versions")], capture_output=True, text=True, check=False
+    )
     expect(done.returncode == 0, done.stderr.strip() or done.stdout.strip())
 
 
@@ -33,21 +38,33 @@ def bundled(root: pathlib.Path, removed: list[dict]) -> None:
     defaults = yaml.safe_load((root / "charts/ramen/values.yaml").read_text())
     for dep in removed:
         name = dep["name"]
-        expect(dep.get("condition") == f"{name}.enabled", f"{name}: condition is {dep.get('condition')!r}")
+        expect(
+            dep.get("condition") == f"{name}.enabled",
+            f"{name}: condition is {dep.get('condition')!r}",
+        )
         repo = dep.get("repository", "")
         expect(repo and not repo.startswith("file://"), f"{name}: repository is {repo!r}")
-        expect(defaults.get(name, {}).get("enabled") is False, f"values.yaml {name}.enabled is not false")
+        expect(
+            defaults.get(name, {}).get("enabled") is False,
+            f"values.yaml {name}.enabled is not false",
+        )
 
 
 def vendored(helm: Helm) -> None:
     meta = yaml.safe_load((helm.chart / "Chart.yaml").read_text())
     for dep in meta["dependencies"]:
         name = dep["name"]
-        expect(not dep.get("repository"), f"{name}: repository {dep.get('repository')!r}, want it vendored")
+        expect(
+            not dep.get("repository"),
+            f"{name}: repository {dep.get('repository')!r}, want it vendored",
+        )
         sub = helm.chart / "charts" / name / "Chart.yaml"
         expect(sub.is_file(), f"{name}: no {sub.relative_to(helm.chart)}")
         version = yaml.safe_load(sub.read_text())["version"]
-        expect(str(version) == str(dep["version"]), f"{name}: vendored {version}, Chart.yaml pins {dep['version']}")
+        expect(
+            str(version) == str(dep["version"]),
+            f"{name}: vendored {version}, Chart.yaml pins {dep['version']}",
+        )
 
 
 def dependency_build(helm: Helm) -> None:
@@ -72,7 +89,10 @@ def kube_claim(suite: Suite, ctx) -> None:
     def within_schemas() -> None:
         have = [".".join(v.split(".")[:2]) for v in all_versions()]
         for kube in ctx.versions:
-            expect(kube in have, f"kubernetes-validate has no schemas for {kube} (it has {have[0]}..{have[-1]})")
+            expect(
+                kube in have,
+                f"kubernetes-validate has no schemas for {kube} (it has {have[0]}..{have[-1]})",
+            )
 
     def enforced() -> None:
         major, low = (int(p) for p in ctx.low.split("."))
@@ -83,7 +103,12 @@ def kube_claim(suite: Suite, ctx) -> None:
             except Exception as err:  # RenderError
                 expect("kubeVersion" in str(err), f"on {outside}: {err}")
             else:
-                raise Failure(f"rendered on Kubernetes {outside}, outside the claimed {ctx.low}..{ctx.high}")
+                raise Failure(
+                    f"rendered on Kubernetes {outside}, outside the claimed {ctx.low}..{ctx.high}"
+                )
 
-    suite.check(f"claimed Kubernetes {ctx.low}..{ctx.high} is within kubernetes-validate's schemas", within_schemas)
+    suite.check(
+        f"claimed Kubernetes {ctx.low}..{ctx.high} is within kubernetes-validate's schemas",
+        within_schemas,
+    )
     suite.check("Helm refuses Kubernetes versions outside the claim", enforced)
