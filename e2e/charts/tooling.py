@@ -3,6 +3,7 @@ conditional and off by default), `helm dependency build` and `helm lint --strict
 the Kubernetes versions it claims."""
 
 import pathlib
+import shutil
 import subprocess
 
 import yaml
@@ -23,6 +24,7 @@ def run(suite: Suite, helm: Helm, root: pathlib.Path, removed: list[dict]) -> No
     for values in LINTED:
         name = values[0] if values else "values.yaml"
         suite.check(f"helm lint --strict with {name}", lint, helm, values)
+    suite.check("NOTES.txt renders for each values file", notes, helm)
 
 
 def versions(root: pathlib.Path) -> None:
@@ -83,6 +85,44 @@ def lint(helm: Helm, values: tuple[str, ...]) -> None:
         args += ["-f", str(helm.chart / path)]
     done = helm.run(*args)
     expect(done.returncode == 0, f"exit {done.returncode}:\n{done.stdout}{done.stderr}")
+
+
+# What NOTES.txt must tell each install: (values, --set flags, texts).
+NOTES = (
+    (("values-prod.yaml",), (), ["https://ramen.example.com/", "RAMEN_BOOTSTRAP_ADMIN_EMAIL"]),
+    (("values-dev.yaml",), (), ["port-forward svc/ramen-api-gateway", "ramen-auth-bundle"]),
+    ((), ("global.config.nats.url=nats://n:4222",), ["port-forward", "ramen-auth-bundle"]),
+)
+
+
+def notes(helm: Helm) -> None:
+    """`helm template` never prints NOTES.txt, so a copy renders it inside an ordinary
+    template (as a JSON string, since Helm parses every template's output as YAML)."""
+    copy = helm.chart.parent / "notes-chart"
+    if not copy.exists():
+        shutil.copytree(helm.chart, copy)
+        text = (copy / "templates/NOTES.txt").read_text()
+        (copy / "templates/notes.yaml").write_text(
+            '{{- define "e2e.notes" }}' + text + "{{ end }}\n"
+            'text: {{ include "e2e.notes" . | toJson }}\n'
+        )
+    for values, sets, texts in NOTES:
+        args = [
+            "template",
+            "ramen",
+            str(copy),
+            "-n",
+            "ramen",
+            "--show-only",
+            "templates/notes.yaml",
+        ]
+        args += [a for v in values for a in ("-f", str(copy / v))]
+        args += [a for s in sets for a in ("--set", s)]
+        done = helm.run(*args)
+        expect(done.returncode == 0, f"{values or sets}: {done.stderr.strip()}")
+        text = next(d for d in yaml.safe_load_all(done.stdout) if d)["text"]
+        missing = [t for t in texts if t not in text]
+        expect(not missing, f"{values or sets}: NOTES lack {missing}:\n{text}")
 
 
 def kube_claim(suite: Suite, ctx) -> None:
