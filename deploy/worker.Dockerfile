@@ -3,11 +3,15 @@
 # starts the Python runtime (`python3 -m ramen_runtime`) as its child and pip-installs each
 # group's requirements.txt into a virtualenv under the data directory. Build from the root:
 #   docker build -f deploy/worker.Dockerfile -t ramen-worker:dev .
+#
+# The runtime's sources are embedded in the binary (services/runner/build.rs): the node
+# writes them into its working directory and puts them on the child's PYTHONPATH itself, so
+# the image needs only the interpreter. Base images: see deploy/Dockerfile (same pins).
 
-ARG RUST_VERSION=1.95
-ARG DEBIAN_RELEASE=bookworm
+ARG RUST_IMAGE=rust:1.95.0-bookworm@sha256:6258907abe69656e41cd992e0b705cdcfabcbbe3db374f92ed2d47121282d4a1
+ARG RUNTIME_IMAGE=debian:bookworm-20260824-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171
 
-FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS builder
+FROM ${RUST_IMAGE} AS builder
 RUN apt-get update \
  && apt-get install -y --no-install-recommends cmake clang pkg-config \
  && rm -rf /var/lib/apt/lists/*
@@ -19,26 +23,22 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     cargo build --release --locked -p ramen \
  && install -D -m 0755 target/release/ramen /out/ramen
 
-FROM debian:${DEBIAN_RELEASE}-slim AS runtime
+FROM ${RUNTIME_IMAGE} AS runtime
 ARG RAMEN_UID=10001
-# python3-venv + pip: each node builds a virtualenv for the group's requirements.txt.
+# python3 (Debian bookworm: 3.11, the runtime's minimum) and python3-venv: each node creates
+# a virtualenv (with pip, from ensurepip) for the group's requirements.txt, so no system pip.
 # git is deliberately absent: the control plane clones, workers never do.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates tini python3 python3-venv python3-pip \
+ && apt-get install -y --no-install-recommends ca-certificates tini python3 python3-venv \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid ${RAMEN_UID} ramen \
  && useradd --system --uid ${RAMEN_UID} --gid ramen --home-dir /var/lib/ramen --shell /usr/sbin/nologin ramen \
  && install -d -o ramen -g ramen -m 0700 /var/lib/ramen
 COPY --from=builder /out/ramen /usr/local/bin/ramen
-# The runtime uses only the standard library, so it sits on PYTHONPATH and is importable from
-# any group virtualenv without being installed into it (it can never clash with a group's
-# requirements).
-COPY services/runner/runtime/ramen_runtime /opt/ramen/runtime/ramen_runtime
 ENV RAMEN_MODE=cloud \
     RAMEN_LOG_FORMAT=json \
     RAMEN_DATA_DIR=/var/lib/ramen \
     HOME=/var/lib/ramen \
-    PYTHONPATH=/opt/ramen/runtime \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 USER ${RAMEN_UID}:${RAMEN_UID}

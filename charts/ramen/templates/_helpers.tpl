@@ -1,7 +1,8 @@
 {{/*
 The helpers this chart and its service subcharts share live in the ramen-common library
-chart (charts/ramen-common, a dependency of this chart): names and labels, the RAMEN_*
-environment, the drain/grace invariants, the NATS monitoring endpoint, and the workload
+chart (charts/ramen-common here, vendored like the services: a dependency without a
+repository): names and labels, the RAMEN_* environment, the drain/grace invariants, the
+NATS monitoring endpoint, the shared-state and value checks, and the workload
 templates each subchart renders (ramen.deployment, ramen.service, ramen.pdb,
 ramen.serviceAccount, ramen.networkPolicy, ramen.podMonitor). Helm's template namespace is
 global across a chart and its subcharts, so subcharts call them directly.

@@ -1,7 +1,11 @@
 {{/* The JetStream client URL (required in cloud mode; may use template syntax, e.g. the release name). */}}
 {{- define "ramen.nats.url" -}}
 {{- $url := required "global.config.nats.url is required: the JetStream client URL (nats://host:4222); values-dev.yaml points it at the bundled NATS" .Values.global.config.nats.url -}}
-{{- tpl $url . -}}
+{{- $url = tpl $url . -}}
+{{- if not (regexMatch "^(nats|tls)://[^/\\s,]+(,(nats|tls)://[^/\\s,]+)*$" $url) -}}
+{{- fail (printf "global.config.nats.url is %q: it must be the JetStream client URL, nats://[user:pass@]host:4222 (tls:// for TLS; comma-separated for a cluster)" $url) -}}
+{{- end -}}
+{{- $url -}}
 {{- end -}}
 
 {{/*
@@ -16,10 +20,14 @@ scrapes the monitoring port, not the client URL:
 {{- $bundled := printf "%s-nats" .Release.Name -}}
 {{- $host := regexReplaceAll "^[a-z]+://([^@/]*@)?([^:/,]+).*$" (include "ramen.nats.url" .) "${2}" -}}
 {{- if $n.monitoringEndpoint -}}
-{{- tpl $n.monitoringEndpoint . -}}
+{{- $endpoint := tpl $n.monitoringEndpoint . -}}
+{{- if not (regexMatch "^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}$" $endpoint) -}}
+{{- fail (printf "global.config.nats.monitoringEndpoint is %q: it must be host:port of the NATS monitoring listener (e.g. nats.shared:8222), without a scheme or path" $endpoint) -}}
+{{- end -}}
+{{- $endpoint -}}
 {{- else if or (eq $host $bundled) (hasPrefix (printf "%s." $bundled) $host) -}}
 {{- printf "%s:8222" $bundled -}}
 {{- else -}}
-{{- fail "global.config.nats.monitoringEndpoint is required for KEDA with an external NATS: host:port of its monitoring listener (e.g. nats.shared:8222), which serves /jsz" -}}
+{{- fail (printf "global.config.nats.monitoringEndpoint is required for KEDA with an external NATS (global.config.nats.url points at %s, not the bundled %s): host:port of its monitoring listener (e.g. nats.shared:8222), which serves /jsz" $host $bundled) -}}
 {{- end -}}
 {{- end -}}

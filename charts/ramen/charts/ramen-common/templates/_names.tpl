@@ -11,6 +11,13 @@ this exact shape, so it must not vary with the release name. */}}
 {{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* The name of a cluster-scoped object of a service (ClusterRole, admission policy):
+<namespace>-<release>-<service>, so releases of one name in two namespaces never collide
+(not truncated: these names may be 253 characters long). */}}
+{{- define "ramen.clusterScopedName" -}}
+{{- printf "%s-%s-%s" .Release.Namespace .Release.Name .Chart.Name -}}
+{{- end -}}
+
 {{/* The in-cluster host of another service: (dict "ctx" . "service" "auth"). */}}
 {{- define "ramen.serviceHost" -}}
 {{- printf "%s-%s" .ctx.Release.Name .service | trunc 63 | trimSuffix "-" -}}

@@ -38,6 +38,9 @@ Numbers go through int64 so large ones never render in exponent form.
 {{- with $c.redis.url }}{{ $_ := set $env "RAMEN_REDIS_URL" (tpl . $) }}{{ end -}}
 {{- with $c.redis.sentinelAddrs }}{{ $_ := set $env "RAMEN_REDIS_SENTINEL_ADDRS" (tpl . $) }}{{ end -}}
 {{- with $c.redis.masterName }}{{ $_ := set $env "RAMEN_REDIS_MASTER_NAME" . }}{{ end -}}
+{{- if and $c.redis.sentinelAddrs (not $c.redis.masterName) -}}
+{{- fail "global.config.redis.masterName is required with global.config.redis.sentinelAddrs: the name of the master the Sentinels monitor" -}}
+{{- end -}}
 {{- with $c.redis.timeout }}{{ $_ := set $env "RAMEN_REDIS__TIMEOUT" (toString .) }}{{ end -}}
 {{- $_ := set $env "RAMEN_DRAIN__MODE" (include "ramen.drainMode" .) -}}
 {{- $_ := set $env "RAMEN_DRAIN__TIMEOUT" (printf "%ss" (include "ramen.drainTimeoutSeconds" .)) -}}
@@ -66,4 +69,26 @@ Numbers go through int64 so large ones never render in exponent form.
 - secretRef:
     name: {{ . }}
 {{- end }}
+{{- end -}}
+
+{{/*
+Whether shared replica state (Valkey/Redis) is configured: a URL or Sentinels in
+global.config.redis, a URL in global.secrets.backends, or an existing backends Secret (which
+the chart cannot read, so it is trusted to carry RAMEN_REDIS_URL). "true" or "".
+*/}}
+{{- define "ramen.redis.configured" -}}
+{{- $r := .Values.global.config.redis -}}
+{{- $b := .Values.global.secrets.backends -}}
+{{- if or $r.url $r.sentinelAddrs $b.redisUrl $b.existingSecret }}true{{ end -}}
+{{- end -}}
+
+{{/*
+More than one api-gateway replica needs shared state: with in-memory state a rate limit is
+counted per pod and an OAuth callback can land on a pod that never saw the paired request.
+*/}}
+{{- define "ramen.requireSharedState" -}}
+{{- $replicas := int .Values.replicaCount -}}
+{{- if and (gt $replicas 1) (not (include "ramen.redis.configured" .)) -}}
+{{- fail (printf "%s.replicaCount=%d needs shared replica state: set global.config.redis.url (or global.config.redis.sentinelAddrs + masterName, or global.secrets.backends.redisUrl), or run one replica" .Chart.Name $replicas) -}}
+{{- end -}}
 {{- end -}}

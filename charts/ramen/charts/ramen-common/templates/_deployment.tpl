@@ -5,6 +5,7 @@ read-only root filesystem (the data directory and /tmp are emptyDirs).
 */}}
 {{- define "ramen.deployment" -}}
 {{- $keda := and .Values.keda .Values.keda.enabled -}}
+{{- if eq .Chart.Name "api-gateway" }}{{ include "ramen.requireSharedState" . }}{{ end -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
