@@ -54,6 +54,7 @@ events! {
     AuditAppended => "ramen.events.v1.audit.appended",
     McpKeyChanged => "ramen.events.v1.mcp_key.changed",
     SettingsChanged => "ramen.events.v1.settings.changed",
+    SchedulerSettingsChanged => "ramen.events.v1.scheduler_settings.changed",
     NodeLoadReport => "ramen.load.v1.node",
     DeployWork => "ramen.jobs.v1.deploy",
 }

@@ -138,6 +138,8 @@ pub struct FakeZones {
     pub stuck: Mutex<HashMap<i32, String>>,
     pub reports: Mutex<Vec<zone::StorePackageReportRequest>>,
     pub teardowns: Mutex<Vec<(String, String)>>,
+    /// The commit each (group, zone, track) runs since its last restart or scale up.
+    pub running: Mutex<HashMap<(String, String, i32), String>>,
 }
 
 /// One rollout the fake was asked for.
@@ -160,6 +162,25 @@ impl FakeZones {
     /// The admin address of the fake worker of `track` in `group` × `zone`.
     pub fn admin_address(group: &str, zone: &str, track: i32) -> String {
         format!("{group}.{zone}.{track}.fake:7105")
+    }
+
+    /// What the fake worker at `admin` runs: (group, zone, track) → commit.
+    pub fn commit_at(&self, admin: &str) -> Option<String> {
+        let running = self.running.lock();
+        running
+            .iter()
+            .find(|((g, z, t), _)| Self::admin_address(g, z, *t) == admin)
+            .map(|(_, commit)| commit.clone())
+    }
+
+    /// A track (re)started on the last config written: it runs that config's commit.
+    fn started(&self, group: &str, zone: &str, track: i32) {
+        let key = (group.to_owned(), zone.to_owned());
+        let commit =
+            self.written.lock().get(&key).and_then(|c| c.snapshot.clone()).map(|s| s.commit);
+        if let Some(commit) = commit {
+            self.running.lock().insert((key.0, key.1, track), commit);
+        }
     }
 }
 
@@ -265,6 +286,9 @@ impl ZoneClient for FakeZones {
             track: request.track,
             replicas: None,
         });
+        if !self.stuck.lock().contains_key(&request.track) {
+            self.started(&request.group, &request.zone, request.track);
+        }
         Ok(self.rollout(&request.group, &request.zone, request.track, 1))
     }
 
@@ -375,15 +399,27 @@ impl FakeZones {
     }
 }
 
-/// Worker nodes: each admin address answers the status the test put there (a node that has
-/// loaded nothing answers not ready).
+/// Worker nodes: each admin address answers the status the test put there; with
+/// [`FakeNodes::behind`], a worker of [`FakeZones`] answers ready on the commit its track was
+/// last started on, having loaded [`FakeNodes::packages`] cleanly (a node that has loaded
+/// nothing answers not ready).
 #[derive(Default)]
 pub struct FakeNodes {
+    pub zones: Option<std::sync::Arc<FakeZones>>,
+    /// The package report a worker of the zones fake loaded.
+    pub packages: Mutex<Vec<ramen_proto::common::v1::PackageReport>>,
     pub statuses: Mutex<HashMap<String, runner::NodeStatus>>,
     pub reloads: Mutex<Vec<(String, Snapshot)>>,
     pub policies: Mutex<Vec<(String, NodePolicy)>>,
     /// Status calls per admin address.
     pub status_calls: Mutex<HashMap<String, u32>>,
+}
+
+impl FakeNodes {
+    /// Nodes whose state follows the workers of `zones`.
+    pub fn behind(zones: std::sync::Arc<FakeZones>) -> Self {
+        Self { zones: Some(zones), ..Self::default() }
+    }
 }
 
 #[async_trait::async_trait]
@@ -394,7 +430,20 @@ impl NodeClient for FakeNodes {
         admin: &str,
     ) -> Result<runner::NodeStatus, UpstreamError> {
         *self.status_calls.lock().entry(admin.to_owned()).or_default() += 1;
-        Ok(self.statuses.lock().get(admin).cloned().unwrap_or_default())
+        if let Some(status) = self.statuses.lock().get(admin) {
+            return Ok(status.clone());
+        }
+        let commit = self.zones.as_ref().and_then(|z| z.commit_at(admin));
+        Ok(match commit {
+            Some(commit) => runner::NodeStatus {
+                ready: true,
+                loaded_commit: commit,
+                load_outcome: runner::ReloadOutcome::Ok as i32,
+                packages: self.packages.lock().clone(),
+                ..Default::default()
+            },
+            None => runner::NodeStatus::default(),
+        })
     }
 
     async fn reload(

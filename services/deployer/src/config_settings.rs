@@ -1,5 +1,7 @@
-//! The Config page settings (super admins): the GitHub App (id, sealed private key) and the
-//! auto-rebalance scheduler switch and period, published as `SettingsChanged`.
+//! The deployer's Config page settings (super admins): the GitHub App (id, sealed private key),
+//! published as `SettingsChanged`. The auto-rebalance switch and period are the rebalancer's
+//! (`UpdateSchedulerSettings`); what the deployer stored of them before is still answered, for
+//! the rebalancer to carry over once.
 
 use ramen_crypto::seal::SecretValue;
 use ramen_proto::auth::v1::Action;
@@ -12,9 +14,6 @@ use crate::error::{Error, Result};
 use crate::model::{
     APP_KEY_AAD, DEFAULT_REBALANCE_INTERVAL_SECONDS, SETTINGS_ID, SettingsRecord, now_ms,
 };
-
-/// Shortest scheduler period accepted (a rebalance rolls LB weights; faster is churn).
-const MIN_INTERVAL_SECONDS: u32 = 10;
 
 impl Deployer {
     pub async fn get_settings(&self, ctx: &Caller) -> Result<SettingsRecord> {
@@ -31,13 +30,16 @@ impl Deployer {
         if r.github_app_id.is_some_and(|id| id < 0) {
             return Err(Error::invalid("github_app_id", "must be positive (0 = no App)"));
         }
-        if let Some(interval) = r.auto_rebalance_interval_seconds
-            && interval < MIN_INTERVAL_SECONDS
-        {
-            return Err(Error::invalid(
-                "auto_rebalance_interval_seconds",
-                format!("must be at least {MIN_INTERVAL_SECONDS}"),
-            ));
+        for (field, set) in [
+            ("auto_rebalance_enabled", r.auto_rebalance_enabled.is_some()),
+            ("auto_rebalance_interval_seconds", r.auto_rebalance_interval_seconds.is_some()),
+        ] {
+            if set {
+                return Err(Error::invalid(
+                    field,
+                    "the auto-rebalance settings are the rebalancer's: RebalancerService.UpdateSchedulerSettings",
+                ));
+            }
         }
         let sealed = match &r.github_app_private_key {
             Some(key) if !key.is_empty() => {
@@ -62,12 +64,6 @@ impl Deployer {
         if let Some(sealed) = sealed {
             record.github_app_private_key = sealed;
         }
-        if let Some(enabled) = r.auto_rebalance_enabled {
-            record.auto_rebalance_enabled = enabled;
-        }
-        if let Some(interval) = r.auto_rebalance_interval_seconds {
-            record.auto_rebalance_interval_seconds = interval;
-        }
         record.updated_at_ms = now_ms();
         record.updated_by = ctx.audit_actor().to_owned();
         self.db.settings.put(SETTINGS_ID, &record).await?;
@@ -81,8 +77,6 @@ impl Deployer {
         let details = [
             ("github_app_id", record.github_app_id.to_string()),
             ("github_app_private_key_set", record.github_app_private_key.is_some().to_string()),
-            ("auto_rebalance_enabled", record.auto_rebalance_enabled.to_string()),
-            ("auto_rebalance_interval_seconds", record.auto_rebalance_interval_seconds.to_string()),
         ];
         self.audit(ctx, "settings.update", "", "settings", details).await;
         Ok(record)

@@ -1,5 +1,5 @@
 //! The rebalancer's bus side: the event stream it publishes `RebalanceApplied` on (the zone's
-//! status), and the Config settings events it follows.
+//! status), and the scheduler settings changes it tells its other replicas about.
 
 use ramen_bus::{Bus, PublishOptions};
 use ramen_proto::common::v1::Provider as PbProvider;
@@ -24,6 +24,16 @@ pub struct Events {
 impl Events {
     pub fn new(bus: Bus) -> Self {
         Self { bus }
+    }
+
+    /// Tells every replica the scheduler settings changed (the id is the event's, so a
+    /// republish is dropped).
+    pub async fn scheduler_settings(&self, event: &ev::SchedulerSettingsChanged) {
+        let id = event.meta.as_ref().map(|m| m.event_id.clone()).unwrap_or_default();
+        let subject = ramen_service::subject::<ev::SchedulerSettingsChanged>();
+        if let Err(err) = self.bus.publish(&subject, event, PublishOptions::with_msg_id(id)).await {
+            tracing::warn!(error = %err, "scheduler settings change not published; replicas pick it up at their next refresh");
+        }
     }
 
     /// Says an action reached its final state. The event id is derived from the action, so a

@@ -132,7 +132,10 @@ pub async fn start_with(platform: Platform, ports: Ports) -> Result<Started, Sta
     }));
     let autoscaler =
         Arc::new(Autoscaler::new(ports.zones.clone(), ports.audit, tasks.clone(), &settings));
-    let scheduler = Scheduler::open(bus, rebalancer.clone(), autoscaler, ports.settings).await?;
+    let settings_store = scheduler::SettingsStore::open(platform.store.clone()).await?;
+    let scheduler =
+        Scheduler::open(bus, rebalancer.clone(), autoscaler, settings_store, ports.settings)
+            .await?;
     scheduler.spawn_settings(bus, tasks).await?;
     scheduler.spawn_leadership(tasks);
     scheduler.spawn_runs(tasks);

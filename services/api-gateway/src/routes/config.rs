@@ -1,9 +1,12 @@
 //! `/api/settings`: the Config page (super admins) — the GitHub App (id, and whether a private
-//! key is stored: it is sealed and never returned) and the auto-rebalance scheduler.
+//! key is stored: it is sealed and never returned), owned by the deployer, and the
+//! auto-rebalance scheduler, owned by the rebalancer. One page, two owners: a read asks both, a
+//! write sends each its own fields.
 
 use axum::Json;
 use axum::extract::State;
 use ramen_proto::deployer::v1 as pb;
+use ramen_proto::rebalancer::v1 as rpb;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::routes;
@@ -36,15 +39,23 @@ pub struct SettingsView {
     pub updated_by: String,
 }
 
-impl From<pb::Settings> for SettingsView {
-    fn from(s: pb::Settings) -> Self {
+impl SettingsView {
+    /// Both owners' settings; `updated_*` from whichever changed last.
+    fn from_parts(app: pb::Settings, scheduler: rpb::SchedulerSettings) -> Self {
+        let seconds = |t: &Option<prost_types::Timestamp>| t.as_ref().map_or(0, |t| t.seconds);
+        let (updated_at, updated_by) = if seconds(&scheduler.updated_at) > seconds(&app.updated_at)
+        {
+            (scheduler.updated_at, scheduler.updated_by)
+        } else {
+            (app.updated_at, app.updated_by)
+        };
         Self {
-            github_app_id: Some(s.github_app_id).filter(|id| *id != 0),
-            github_app_private_key_set: s.github_app_private_key_set,
-            auto_rebalance_enabled: s.auto_rebalance_enabled,
-            auto_rebalance_interval_seconds: s.auto_rebalance_interval_seconds,
-            updated_at: time(s.updated_at.as_ref()),
-            updated_by: s.updated_by,
+            github_app_id: Some(app.github_app_id).filter(|id| *id != 0),
+            github_app_private_key_set: app.github_app_private_key_set,
+            auto_rebalance_enabled: scheduler.enabled,
+            auto_rebalance_interval_seconds: scheduler.interval_seconds,
+            updated_at: time(updated_at.as_ref()),
+            updated_by,
         }
     }
 }
@@ -68,10 +79,13 @@ async fn get_settings(
     State(gateway): State<Gateway>,
     authed: Authed,
 ) -> ApiResult<Json<SettingsView>> {
-    let request = pb::GetSettingsRequest {};
-    let settings =
-        gateway.clients().deployer.clone().get_settings(authed.call.request(request)).await?;
-    Ok(Json(SettingsView::from(settings.into_inner())))
+    let clients = gateway.clients();
+    let (mut deployer, mut rebalancer) = (clients.deployer.clone(), clients.rebalancer.clone());
+    let app = deployer.get_settings(authed.call.request(pb::GetSettingsRequest {}));
+    let scheduler =
+        rebalancer.get_scheduler_settings(authed.call.request(rpb::GetSchedulerSettingsRequest {}));
+    let (app, scheduler) = tokio::try_join!(app, scheduler)?;
+    Ok(Json(SettingsView::from_parts(app.into_inner(), scheduler.into_inner())))
 }
 
 /// Changes the Config settings.
@@ -82,13 +96,34 @@ async fn update_settings(
     authed: Authed,
     Body(body): Body<SettingsBody>,
 ) -> ApiResult<Json<SettingsView>> {
-    let request = pb::UpdateSettingsRequest {
-        github_app_id: body.github_app_id,
-        github_app_private_key: body.github_app_private_key,
-        auto_rebalance_enabled: body.auto_rebalance_enabled,
-        auto_rebalance_interval_seconds: body.auto_rebalance_interval_seconds,
+    let clients = gateway.clients();
+    // The scheduler's fields first: they are the ones a bad value is likely in, and a refusal
+    // then leaves the App's untouched.
+    let scheduler = if body.auto_rebalance_enabled.is_some()
+        || body.auto_rebalance_interval_seconds.is_some()
+    {
+        let request = rpb::UpdateSchedulerSettingsRequest {
+            enabled: body.auto_rebalance_enabled,
+            interval_seconds: body.auto_rebalance_interval_seconds,
+        };
+        clients.rebalancer.clone().update_scheduler_settings(authed.call.request(request)).await?
+    } else {
+        let request = rpb::GetSchedulerSettingsRequest {};
+        clients.rebalancer.clone().get_scheduler_settings(authed.call.request(request)).await?
     };
-    let settings =
-        gateway.clients().deployer.clone().update_settings(authed.call.request(request)).await?;
-    Ok(Json(SettingsView::from(settings.into_inner())))
+    let app = if body.github_app_id.is_some() || body.github_app_private_key.is_some() {
+        let request = pb::UpdateSettingsRequest {
+            github_app_id: body.github_app_id,
+            github_app_private_key: body.github_app_private_key,
+            ..Default::default()
+        };
+        clients.deployer.clone().update_settings(authed.call.request(request)).await?
+    } else {
+        clients
+            .deployer
+            .clone()
+            .get_settings(authed.call.request(pb::GetSettingsRequest {}))
+            .await?
+    };
+    Ok(Json(SettingsView::from_parts(app.into_inner(), scheduler.into_inner())))
 }

@@ -14,3 +14,4 @@ mod durability;
 mod git;
 mod gitserver;
 mod pipeline;
+mod ports;

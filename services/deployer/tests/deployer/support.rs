@@ -32,7 +32,8 @@ pub const MINUTE: Duration = Duration::from_secs(60);
 pub const ROLLOUT: Duration = Duration::from_secs(30);
 pub const SECRETS_KEY: [u8; 32] = [7; 32];
 
-fn config(data_dir: &Path, nats_url: &str) -> Config {
+/// The world's configuration (its workers, keys and NATS); also what the ports tests start on.
+pub fn test_config(data_dir: &Path, nats_url: &str) -> Config {
     let mut config = Config { data_dir: data_dir.to_owned(), ..Config::default() };
     let any = "127.0.0.1:0".parse().unwrap();
     config.listen.auth = any;
@@ -112,7 +113,7 @@ impl World {
     pub async fn start() -> World {
         let nats = Nats::start().await.expect("nats-server starts");
         let dir = tempfile::tempdir().unwrap();
-        let mut config = config(dir.path(), &nats.url());
+        let mut config = test_config(dir.path(), &nats.url());
         let base =
             Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
         let auth = ramen_auth::launch(base.clone()).await.expect("auth starts");

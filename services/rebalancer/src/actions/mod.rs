@@ -50,6 +50,10 @@ pub struct Parts {
 }
 
 impl Rebalancer {
+    pub fn events(&self) -> &Events {
+        &self.events
+    }
+
     pub fn new(parts: Parts) -> Self {
         let Parts { cells, catalog, actions, balancers, audit, events, tasks, settings, replica } =
             parts;

@@ -129,3 +129,12 @@ mod tests {
         assert_eq!(optional_timestamp(0), None);
     }
 }
+
+pub fn scheduler_settings(record: &crate::scheduler::SettingsRecord) -> pb::SchedulerSettings {
+    pb::SchedulerSettings {
+        enabled: record.enabled,
+        interval_seconds: record.interval_seconds,
+        updated_at: (record.updated_at_ms > 0).then(|| timestamp(record.updated_at_ms)),
+        updated_by: record.updated_by.clone(),
+    }
+}

@@ -142,6 +142,29 @@ impl RebalancerService for RebalancerApi {
         Ok(Response::new(pb::ListRebalanceActionsResponse { actions, page: Some(info) }))
     }
 
+    async fn get_scheduler_settings(
+        &self,
+        request: Request<pb::GetSchedulerSettingsRequest>,
+    ) -> Answer<pb::SchedulerSettings> {
+        allow(&caller(&request), "", Action::Admin)?;
+        Ok(Response::new(conv::scheduler_settings(&self.scheduler.settings_record().await?)))
+    }
+
+    async fn update_scheduler_settings(
+        &self,
+        request: Request<pb::UpdateSchedulerSettingsRequest>,
+    ) -> Answer<pb::SchedulerSettings> {
+        let caller = caller(&request);
+        allow(&caller, "", Action::Admin)?;
+        let r = request.into_inner();
+        let change = crate::scheduler::SettingsChange {
+            enabled: r.enabled,
+            interval_seconds: r.interval_seconds,
+        };
+        let record = self.scheduler.update_settings(&caller, change).await?;
+        Ok(Response::new(conv::scheduler_settings(&record)))
+    }
+
     async fn get_scheduler_status(
         &self,
         request: Request<pb::GetSchedulerStatusRequest>,

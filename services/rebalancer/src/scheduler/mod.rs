@@ -4,13 +4,15 @@
 //! `lease_ttl`); the holder refreshes it every third of the TTL. A holder that dies stops
 //! refreshing, the key expires within one TTL, and another replica's next acquire (also every
 //! third of the TTL) takes it: takeover within `4/3 × lease_ttl`. A holder that finds its
-//! refresh rejected stops at once. The leader runs the scheduler when the Config settings turn
-//! it on, at their interval, and the autoscaler; the last run is kept in a second bucket so a
-//! new leader keeps the cadence and every replica can report it.
+//! refresh rejected stops at once. The leader runs the scheduler when its settings (owned here,
+//! `settings.rs`) turn it on, at their interval, and the autoscaler; the last run is kept in a
+//! second bucket so a new leader keeps the cadence and every replica can report it.
 
 mod leader;
 mod run;
 mod settings;
+
+pub use settings::{MIN_INTERVAL_SECONDS, SettingsChange, SettingsRecord, SettingsStore};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -55,7 +57,9 @@ pub struct Status {
 pub struct Scheduler {
     rebalancer: Arc<Rebalancer>,
     autoscaler: Arc<Autoscaler>,
-    settings_port: Arc<dyn SettingsPort>,
+    settings_store: SettingsStore,
+    /// Where the settings were before this service owned them (read once, to carry them over).
+    legacy_settings: Arc<dyn SettingsPort>,
     lease: Kv,
     state: Kv,
     config: Mutex<SchedulerSettings>,
@@ -68,7 +72,8 @@ impl Scheduler {
         bus: &Bus,
         rebalancer: Arc<Rebalancer>,
         autoscaler: Arc<Autoscaler>,
-        settings_port: Arc<dyn SettingsPort>,
+        settings_store: SettingsStore,
+        legacy_settings: Arc<dyn SettingsPort>,
     ) -> Result<Arc<Self>, BusError> {
         let ttl = rebalancer.settings.lease_ttl;
         let lease = bus
@@ -78,7 +83,8 @@ impl Scheduler {
         Ok(Arc::new(Self {
             rebalancer,
             autoscaler,
-            settings_port,
+            settings_store,
+            legacy_settings,
             lease,
             state,
             config: Mutex::default(),

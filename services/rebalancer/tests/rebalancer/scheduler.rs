@@ -82,3 +82,73 @@ async fn runs_when_turned_on_and_every_run_is_audited_as_scheduler() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(h.audit("scheduler", "rebalancer.scheduled_run").await.len(), settled);
 }
+
+/// The settings the deployer held before the rebalancer owned them, for the carry-over test.
+struct LegacySettings;
+
+#[async_trait::async_trait]
+impl ramen_rebalancer::ports::SettingsPort for LegacySettings {
+    async fn get(
+        &self,
+    ) -> Result<ramen_rebalancer::ports::SchedulerSettings, ramen_rebalancer::ports::PortError>
+    {
+        Ok(ramen_rebalancer::ports::SchedulerSettings {
+            enabled: true,
+            interval: Duration::from_secs(120),
+        })
+    }
+}
+
+/// The auto-rebalance settings are the rebalancer's: carried over once from the deployer when
+/// none are stored, then changed through `UpdateSchedulerSettings` (super admins), stored, and
+/// in force at once; a period under 10 s is refused naming the field.
+#[tokio::test]
+async fn the_scheduler_settings_are_owned_here_carried_over_once_and_validated() {
+    let zones = std::sync::Arc::new(crate::support::StaticZones::default());
+    let h = crate::support::Harness::start(zones, |_, ports| {
+        ports.settings = std::sync::Arc::new(LegacySettings);
+    })
+    .await;
+    let mut client = h.client.clone();
+    let carried =
+        eventually("the deployer's settings carried over", Duration::from_secs(10), || {
+            let mut client = client.clone();
+            async move {
+                let s = client
+                    .get_scheduler_settings(pb::GetSchedulerSettingsRequest {})
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_inner();
+                if s.enabled && s.interval_seconds == 120 { Ok(s) } else { Err(format!("{s:?}")) }
+            }
+        })
+        .await;
+    assert_eq!(carried.updated_by, "carried over from the deployer");
+    assert!(status(&h).await.enabled);
+
+    let off =
+        pb::UpdateSchedulerSettingsRequest { enabled: Some(false), interval_seconds: Some(30) };
+    let stored = client.update_scheduler_settings(off).await.unwrap().into_inner();
+    assert_eq!(
+        (stored.enabled, stored.interval_seconds, stored.updated_by.as_str()),
+        (false, 30, "test-admin")
+    );
+    let now = status(&h).await;
+    assert!(!now.enabled, "in force at once: {now:?}");
+    assert_eq!(now.interval, Some(prost_types::Duration { seconds: 30, nanos: 0 }));
+    let record = h.platform.store.get("rebalancer_settings", "scheduler").await.unwrap().unwrap();
+    assert_eq!(record.doc["interval_seconds"], 30, "stored in the rebalancer's own collection");
+
+    let too_fast =
+        pb::UpdateSchedulerSettingsRequest { interval_seconds: Some(1), ..Default::default() };
+    let refused = client.update_scheduler_settings(too_fast).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(refused.message().contains("auto_rebalance_interval_seconds"), "{}", refused.message());
+
+    let member = ramen_access::Caller::user("u-member", "", ramen_access::Grants::default());
+    let denied = client
+        .update_scheduler_settings(member.request(pb::UpdateSchedulerSettingsRequest::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied);
+}

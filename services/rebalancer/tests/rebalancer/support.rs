@@ -19,7 +19,7 @@ use ramen_lifecycle::Shutdown;
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
 use ramen_proto::auth::v1::{AuditEntry, QueryAuditRequest};
 use ramen_proto::common::v1::Track;
-use ramen_proto::events::v1::{NodeLoadReport, SettingsChanged};
+use ramen_proto::events::v1::{NodeLoadReport, SchedulerSettingsChanged};
 use ramen_proto::rebalancer::v1::rebalancer_service_client::RebalancerServiceClient;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_rebalancer::lb::{AwsSettings, GcpSettings};
@@ -100,7 +100,7 @@ impl Harness {
         let mut ports = Ports {
             zones: Arc::new(StaticZones::default()),
             audit: Arc::new(GrpcAudit::new(Arc::new(ramen_clients::fakes::FakeAuth::default()))),
-            // No deployer runs: settings come from `SettingsChanged` events the tests publish.
+            // No deployer runs: settings come from `SchedulerSettingsChanged` events the tests publish, or the API.
             settings: Arc::new(GrpcSettings::new(Arc::new(
                 ramen_clients::GrpcDeployer::connect_lazy("http://127.0.0.1:9", nowhere_keys())
                     .unwrap(),
@@ -159,13 +159,11 @@ impl Harness {
         Reporting(task)
     }
 
+    /// What another replica publishes after `UpdateSchedulerSettings` (the bus path, so a test
+    /// can use a period shorter than the API accepts).
     pub async fn settings(&self, enabled: bool, interval_seconds: u32) {
-        let event = SettingsChanged {
-            auto_rebalance_enabled: enabled,
-            auto_rebalance_interval_seconds: interval_seconds,
-            ..Default::default()
-        };
-        let subject = ramen_service::subject::<SettingsChanged>();
+        let event = SchedulerSettingsChanged { enabled, interval_seconds, ..Default::default() };
+        let subject = ramen_service::subject::<SchedulerSettingsChanged>();
         self.platform.bus.publish(&subject, &event, PublishOptions::default()).await.unwrap();
     }
 

@@ -1,0 +1,200 @@
+//! The pipeline on its ports alone: real NATS, store and blob directory, but auth, the
+//! zone-manager, the worker nodes and the smoke test as the in-memory fakes of
+//! `ramen-clients` — what each step asks of them, in which order, and what it does not ask.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use ramen_clients::fakes::{FakeAuth, FakeNodes, FakeZones, Rollout, test_channel};
+use ramen_deployer::{Ports, Smoke};
+use ramen_lifecycle::Shutdown;
+use ramen_proto::common::v1::{self as common, JobState, Track};
+use ramen_proto::deployer::v1 as pb;
+use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
+use ramen_service::Platform;
+use ramen_testkit::{Nats, eventually};
+
+use crate::repo::Repo;
+use crate::support::{fast, test_config};
+
+/// The smoke test as a fake: the tools it answers, and every (address, key) it was asked with.
+#[derive(Default)]
+struct FakeSmoke {
+    asked: Mutex<Vec<(String, String)>>,
+}
+
+#[async_trait::async_trait]
+impl Smoke for FakeSmoke {
+    async fn tools_list(
+        &self,
+        address: &str,
+        key: &str,
+        _timeout: Duration,
+    ) -> Result<Vec<String>, String> {
+        self.asked.lock().push((address.to_owned(), key.to_owned()));
+        Ok(vec!["notes.add".into()])
+    }
+}
+
+struct Fakes {
+    auth: Arc<FakeAuth>,
+    zones: Arc<FakeZones>,
+    nodes: Arc<FakeNodes>,
+    smoke: Arc<FakeSmoke>,
+}
+
+async fn deployer_on_fakes(
+    nats: &Nats,
+    dir: &std::path::Path,
+) -> (Fakes, Platform, DeployerServiceClient<ramen_clients::Signed>) {
+    let zones = Arc::new(FakeZones::default().with_zone("zone-a").with_zone("zone-b"));
+    let nodes = Arc::new(FakeNodes::behind(zones.clone()));
+    *nodes.packages.lock() =
+        vec![common::PackageReport { name: "notes".into(), ..Default::default() }];
+    let fakes = Fakes {
+        auth: Arc::new(FakeAuth::default()),
+        zones,
+        nodes,
+        smoke: Arc::new(FakeSmoke::default()),
+    };
+    fakes.auth.secrets.lock().insert("GREETING".into(), "hello".into());
+    let config = test_config(dir, &nats.url());
+    let platform = Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.unwrap();
+    let ports = Ports {
+        auth: fakes.auth.clone(),
+        zones: fakes.zones.clone(),
+        nodes: fakes.nodes.clone(),
+        smoke: fakes.smoke.clone(),
+    };
+    let started = ramen_deployer::start_with(platform.clone(), fast(&config), ports)
+        .await
+        .expect("deployer starts");
+    let url = format!("http://{}", started.running.addr);
+    let client = DeployerServiceClient::new(test_channel(&url, platform.tickets.clone()));
+    (fakes, platform, client)
+}
+
+async fn group_and_env(client: &mut DeployerServiceClient<ramen_clients::Signed>, repo: &Repo) {
+    let group =
+        pb::CreateGroupRequest { name: "team".into(), repo_url: repo.url(), ..Default::default() };
+    client.create_group(group).await.expect("group created");
+    let env = pb::CreateEnvironmentRequest {
+        group: "team".into(),
+        name: "prod".into(),
+        zones: vec!["zone-a".into(), "zone-b".into()],
+        ..Default::default()
+    };
+    client.create_environment(env).await.expect("environment created");
+}
+
+async fn finished(
+    client: &DeployerServiceClient<ramen_clients::Signed>,
+    job_id: &str,
+) -> pb::DeployJob {
+    eventually("the job finishes", Duration::from_secs(60), || {
+        let mut client = client.clone();
+        async move {
+            let request = pb::GetJobRequest { job_id: job_id.to_owned() };
+            let job = client.get_job(request).await.map_err(|e| e.to_string())?.into_inner();
+            match job.state() {
+                JobState::Succeeded | JobState::Failed => Ok(job),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await
+}
+
+fn rollouts_of(zones: &FakeZones, zone: &str) -> Vec<(i32, Option<u32>)> {
+    let rollouts = zones.rollouts.lock();
+    rollouts.iter().filter(|r: &&Rollout| r.zone == zone).map(|r| (r.track, r.replicas)).collect()
+}
+
+#[tokio::test]
+async fn each_step_asks_its_port_once_and_nothing_is_loaded_twice() {
+    let nats = Nats::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
+    let repo = Repo::hello();
+    group_and_env(&mut client, &repo).await;
+    assert_eq!(*fakes.auth.groups.lock(), vec!["team".to_owned()], "registered with auth");
+
+    let start = pb::StartDeployRequest {
+        group: "team".into(),
+        environment: "prod".into(),
+        ..Default::default()
+    };
+    let started = client.start_deploy(start).await.unwrap().into_inner();
+    let job = started.job.expect("StartDeploy answers the job itself");
+    assert_eq!((job.id.as_str(), job.state()), (started.job_id.as_str(), JobState::Queued));
+    let job = finished(&client, &started.job_id).await;
+    assert_eq!(job.state(), JobState::Succeeded, "{}", job.error);
+
+    let (canary, stable) = (Track::WorkerCanary as i32, Track::Worker as i32);
+    for zone in ["zone-a", "zone-b"] {
+        assert_eq!(rollouts_of(&fakes.zones, zone), vec![(canary, None), (stable, None)], "{zone}");
+        let written = fakes.zones.written.lock().get(&("team".into(), zone.into())).cloned();
+        let written = written.expect("config written");
+        assert!(
+            written.policy.unwrap_or_default().key_hashes.is_empty(),
+            "keys are the zone-manager's"
+        );
+        assert_eq!(written.deploy_keys.len(), 1, "the job's smoke key, beside auth's");
+        assert_eq!(written.secrets.len(), 1);
+        assert_eq!(written.snapshot.unwrap().commit, repo.head());
+    }
+    // The smoke step read each canary's status (the load its restart made) and never reloaded.
+    assert!(fakes.nodes.reloads.lock().is_empty(), "no second load of the snapshot");
+    let calls = fakes.nodes.status_calls.lock().clone();
+    for zone in ["zone-a", "zone-b"] {
+        assert_eq!(
+            calls.get(&FakeZones::admin_address("team", zone, canary)),
+            Some(&1),
+            "{calls:?}"
+        );
+        assert_eq!(calls.get(&FakeZones::admin_address("team", zone, stable)), None, "{calls:?}");
+    }
+    let asked = fakes.smoke.asked.lock().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.iter().all(|(_, key)| key.starts_with("rk_smoke_")), "{asked:?}");
+    // Key hashes: auth is never asked by the deployer (the zone-manager owns distributing them).
+    assert_eq!(fakes.auth.calls_of("list_mcp_key_hashes"), 0);
+    assert_eq!(fakes.auth.calls_of("resolve_secrets"), 2, "once per zone");
+    let cleared = fakes.zones.live_policies.lock().iter().filter(|p| p.clear_deploy_keys).count();
+    assert_eq!(cleared, 2, "each zone's smoke key dropped when the zone is done");
+    let reports = fakes.zones.reports.lock().clone();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0].packages[0].name, "notes");
+    assert!(fakes.auth.audit_actions().contains(&"deploy.start".to_owned()));
+}
+
+#[tokio::test]
+async fn a_canary_that_is_not_ready_fails_the_zone_scales_it_to_zero_and_leaves_stable_alone() {
+    let nats = Nats::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
+    let repo = Repo::hello();
+    group_and_env(&mut client, &repo).await;
+    let canary = Track::WorkerCanary as i32;
+    fakes.zones.stuck.lock().insert(canary, "Unschedulable: 0/3 nodes are available".into());
+
+    let start = pb::StartDeployRequest {
+        group: "team".into(),
+        environment: "prod".into(),
+        ..Default::default()
+    };
+    let job_id = client.start_deploy(start).await.unwrap().into_inner().job_id;
+    let job = finished(&client, &job_id).await;
+    assert_eq!(job.state(), JobState::Failed);
+    assert!(job.error.contains("Unschedulable"), "{}", job.error);
+    for zone in ["zone-a", "zone-b"] {
+        // Restarted, then scaled to zero; stable never touched.
+        assert_eq!(
+            rollouts_of(&fakes.zones, zone),
+            vec![(canary, None), (canary, Some(0))],
+            "{zone}"
+        );
+    }
+    assert!(fakes.smoke.asked.lock().is_empty(), "no smoke test on a canary that never ran");
+}
