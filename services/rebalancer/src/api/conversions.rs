@@ -119,6 +119,15 @@ pub fn scheduler(status: &Status) -> pb::SchedulerStatus {
     }
 }
 
+pub fn scheduler_settings(record: &crate::scheduler::SettingsRecord) -> pb::SchedulerSettings {
+    pb::SchedulerSettings {
+        enabled: record.enabled,
+        interval_seconds: record.interval_seconds,
+        updated_at: (record.updated_at_ms > 0).then(|| timestamp(record.updated_at_ms)),
+        updated_by: record.updated_by.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,14 +136,5 @@ mod tests {
     fn timestamps_split_milliseconds() {
         assert_eq!(timestamp(1_500), Timestamp { seconds: 1, nanos: 500_000_000 });
         assert_eq!(optional_timestamp(0), None);
-    }
-}
-
-pub fn scheduler_settings(record: &crate::scheduler::SettingsRecord) -> pb::SchedulerSettings {
-    pb::SchedulerSettings {
-        enabled: record.enabled,
-        interval_seconds: record.interval_seconds,
-        updated_at: (record.updated_at_ms > 0).then(|| timestamp(record.updated_at_ms)),
-        updated_by: record.updated_by.clone(),
     }
 }
