@@ -41,6 +41,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from traces import Collector, Span, chain, describe
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_REPO = ROOT / "examples" / "hello-repo"
 SERVICES = ["auth", "zone-manager", "deployer", "rebalancer", "api-gateway"]
@@ -107,6 +109,7 @@ class Cluster:
     """The processes of one topology, their logs, and the CLI pointed at them."""
 
     def __init__(self, ramen: Path, topology: str, work: Path) -> None:
+        self.traces = Collector()
         self.ramen = ramen
         self.topology = topology
         self.work = work
@@ -137,6 +140,10 @@ class Cluster:
             "RAMEN_ZONE__SITE_PACKAGES": f'["{site}"]',
             "RAMEN_ZONE__VENV_WITHOUT_PIP": "true",
             "RAMEN_ZONE__RESTART_TIMEOUT": "90s",
+            # Every process and the workers they start (which inherit OTEL_*) export spans to
+            # the scenario's own receiver, promptly.
+            "OTEL_EXPORTER_OTLP_ENDPOINT": self.traces.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "200",
         })
         return env
 
@@ -374,6 +381,10 @@ def scenario(cluster: Cluster) -> None:
         check(len(steps) == 5, f"five succeeded steps in {zone['zone']}", zone)
     check(len(job["zones"]) == 2, "both zones in the job", job["zones"])
 
+    if cluster.topology == "up":
+        step("the deploy is one trace: gateway, deployer, its work item and steps, zone-manager, the canary node")
+        check_deploy_trace(cluster)
+
     step("an MCP key; tools listed and called through the edge, with and without ramen-zone")
     key = cluster.cli_json("keys", "create", "-g", GROUP, "e2e")
     plaintext = key.get("plaintext")
@@ -385,6 +396,9 @@ def scenario(cluster: Cluster) -> None:
     check(mcp(url, plaintext, add(2, 3)) == {"result": 5}, "2 + 3 = 5 through the edge")
     for zone in ("local-a", "local-b"):
         check(mcp(url, plaintext, add(1, 1), zone=zone) == {"result": 2}, f"a call pinned to {zone}")
+
+    step("a tools/call is one trace: edge, node, runtime call")
+    check_call_trace(cluster)
 
     step("block the weather package: gone from the list, calls answer -32601")
     weather_tool = next(t for t in tools if t.startswith("weather"))
@@ -450,6 +464,55 @@ def scenario(cluster: Cluster) -> None:
     check(gone.returncode != 0, "its environments gone with it", gone.stdout)
 
 
+def check_deploy_trace(cluster: Cluster) -> None:
+    """The deploy POST's trace holds every hop of the deploy, each span a descendant of it."""
+    def found() -> list[Span] | None:
+        spans = cluster.traces.snapshot()
+        posts = [s for s in spans if s.name == "api" and s.attrs.get("path", "").endswith("/deploys")]
+        for post in posts:
+            trace = cluster.traces.trace(post.trace)
+            names = {(s.name, s.attrs.get("path", "")) for s in trace}
+            wanted = [
+                ("grpc", "/ramen.deployer.v1.DeployerService/StartDeploy"),
+                ("deploy.job", ""),
+                ("grpc", "/ramen.zone.v1.ZoneService/WriteConfig"),
+                ("grpc", "/ramen.zone.v1.ZoneService/RestartTrack"),
+                ("grpc", "/ramen.runner.v1.RunnerService/Status"),
+            ]
+            if all(w in names for w in wanted) and sum(s.name == "deploy.step" for s in trace) >= 10:
+                return trace
+        return None
+
+    trace = eventually("one trace covering the deploy", 60, found)
+    root = next(s for s in trace if s.name == "api")
+    for span in trace:
+        check(chain(trace, span)[-1] == root, "every span of the deploy descends from its POST",
+              describe(chain(trace, span)))
+    node = next(s for s in trace if s.attrs.get("path") == "/ramen.runner.v1.RunnerService/Status")
+    check(node.service == "ramen-runner", "the canary node's own span in the trace", node)
+    job = next(s for s in trace if s.name == "deploy.job")
+    check("StartDeploy" in describe(chain(trace, job)), "the job's span under StartDeploy (the work item carries the trace)",
+          describe(chain(trace, job)))
+
+
+def check_call_trace(cluster: Cluster) -> None:
+    """A tools/call through the edge: the node's request span and its runtime call in the
+    trace of the edge's request."""
+    def found() -> list[Span] | None:
+        for runtime in (s for s in cluster.traces.snapshot() if s.name == "runtime.call"):
+            trace = cluster.traces.trace(runtime.trace)
+            path = chain(trace, runtime)
+            names = [s.name for s in path]
+            if names[:2] == ["runtime.call", "mcp.request"] and path[-1].name == "api" \
+                    and path[-1].attrs.get("path", "").startswith("/mcp/"):
+                return path
+        return None
+
+    path = eventually("a tools/call traced from the edge to the runtime", 60, found)
+    check(path[0].service == path[1].service == "ramen-runner", "node spans from the node", describe(path))
+    check(path[1].attrs.get("method") == "tools/call", "the node's span is the tools/call", path[1].attrs)
+
+
 def deploy_surviving_a_killed_deployer(cluster: Cluster) -> None:
     """Starts the deploy, kills the deployer once the job runs, starts another deployer
     process, and waits for the job to finish there."""
@@ -494,6 +557,7 @@ def main() -> int:
         return 1
     finally:
         cluster.stop()
+        cluster.traces.stop()
         leaked = cluster.worker_pids()
         for pid in leaked:
             os.kill(pid, signal.SIGKILL)

@@ -225,6 +225,12 @@ async fn forward(
     if let Ok(value) = HeaderValue::from_str(&forwarded) {
         headers.insert(HeaderName::from_static("x-forwarded-for"), value);
     }
+    // The node's spans join the trace of the request that reached the edge.
+    if let Some(value) =
+        ramen_telemetry::current_traceparent().and_then(|t| HeaderValue::from_str(&t).ok())
+    {
+        headers.insert(HeaderName::from_static("traceparent"), value);
+    }
     let request = builder.body(Full::new(body)).expect("valid request parts");
     let upstream = match edge.client.request(request).await {
         Ok(upstream) => upstream,

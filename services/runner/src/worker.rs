@@ -246,6 +246,11 @@ async fn serve_grpc(
     let bound = listener.local_addr().map_err(WorkerError::Listen)?;
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     let server = tonic::transport::Server::builder()
+        .trace_fn(|request| {
+            let span = tracing::info_span!("grpc", path = %request.uri().path());
+            ramen_telemetry::extract_http(&span, request.headers());
+            span
+        })
         .add_service(RunnerServiceServer::new(crate::admin::AdminService(control)))
         .serve_with_incoming_shutdown(incoming, stop.cancelled_owned());
     let handle = tokio::spawn(async move {

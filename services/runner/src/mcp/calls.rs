@@ -90,6 +90,8 @@ struct ActiveCall {
     started: Instant,
     progress_token: Option<Box<RawValue>>,
     accepts: Accepts,
+    /// Open for as long as the runtime works on the call (closed when this is dropped).
+    _span: tracing::Span,
 }
 
 impl Drop for ActiveCall {
@@ -129,6 +131,7 @@ pub async fn run(
         }
     };
     session.calls.lock().insert(id_text.clone(), rid);
+    let span = tracing::info_span!("runtime.call", %method, %package, rid);
     let mut call = ActiveCall {
         node: node.clone(),
         session: session.clone(),
@@ -142,6 +145,7 @@ pub async fn run(
         started,
         progress_token: request.progress_token,
         accepts,
+        _span: span,
     };
     loop {
         match call.events.recv().await {

@@ -200,6 +200,8 @@ async fn post_mcp(
             // Sessions opened before a drain keep working until the node exits (a client
             // finishing a call may still list or read); only new sessions are refused.
             let span = tracing::info_span!("mcp.request", method, session = %session.id);
+            // A child of the caller's trace (the edge forwards its `traceparent`).
+            ramen_telemetry::extract_http(&span, &headers);
             let reply = tracing::Instrument::instrument(
                 methods::dispatch(&node, &session, id, method, params, accepts),
                 span,
