@@ -1,13 +1,10 @@
-//! Page tokens: `<offset>` or, for the newest-first audit log, `<offset>.<until_ms>` so later
-//! pages do not shift when entries are appended meanwhile. Opaque to callers.
+//! Page tokens: `<offset>` (the one page type of every service, `ramen_service::paging`) or,
+//! for the newest-first audit log, `<offset>.<until_ms>` so later pages do not shift when
+//! entries are appended meanwhile. Opaque to callers.
 
 use ramen_proto::common::v1::{PageInfo, PageRequest};
 
 use crate::error::AuthError;
-
-pub const DEFAULT_SIZE: u64 = 50;
-/// The most items one page returns.
-pub const MAX_SIZE: u64 = 500;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Page {
@@ -18,21 +15,18 @@ pub struct Page {
 }
 
 pub fn parse(request: Option<&PageRequest>) -> Result<Page, AuthError> {
-    let request = request.cloned().unwrap_or_default();
-    let size = match u64::from(request.page_size) {
-        0 => DEFAULT_SIZE,
-        n => n.min(MAX_SIZE),
-    };
+    let mut request = request.cloned().unwrap_or_default();
     let bad = || AuthError::invalid("page_token", "is not a token this service returned");
-    let token = request.page_token.trim();
-    if token.is_empty() {
-        return Ok(Page { size, offset: 0, until_ms: None });
-    }
-    let (offset, until_ms) = match token.split_once('.') {
-        Some((offset, until)) => (offset, Some(until.parse::<i64>().map_err(|_| bad())?)),
-        None => (token, None),
+    let until_ms = match request.page_token.trim().split_once('.') {
+        Some((offset, until)) => {
+            let until = until.parse::<i64>().map_err(|_| bad())?;
+            request.page_token = offset.to_owned();
+            Some(until)
+        }
+        None => None,
     };
-    Ok(Page { size, offset: offset.parse().map_err(|_| bad())?, until_ms })
+    let page = ramen_service::paging::Page::of(Some(&request)).map_err(|_| bad())?;
+    Ok(Page { size: page.size, offset: page.offset, until_ms })
 }
 
 impl Page {
@@ -57,6 +51,8 @@ impl Page {
 
 #[cfg(test)]
 mod tests {
+    use ramen_service::paging::{DEFAULT_SIZE, MAX_SIZE};
+
     use super::*;
 
     #[test]

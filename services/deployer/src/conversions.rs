@@ -2,7 +2,6 @@
 
 use ramen_proto::common::v1 as common;
 use ramen_proto::deployer::v1 as pb;
-use ramen_service::paging::PageWindow;
 
 use crate::error::{Error, Result};
 use crate::jobs::model::{JobRecord, JobState, LogLine, Step, StepRecord, ZoneRun};
@@ -203,32 +202,10 @@ pub fn job(j: &JobRecord, with_log: bool) -> pb::DeployJob {
     }
 }
 
-/// Offset paging: the token is the offset of the next page.
-#[derive(Clone, Copy, Debug)]
-pub struct Page {
-    pub offset: usize,
-    pub size: usize,
-}
+/// The one page type of every service (`ramen_service::paging`).
+pub use ramen_service::paging::Page;
 
-/// Default and cap of `page_size`.
-pub const DEFAULT_PAGE: usize = 100;
-pub const MAX_PAGE: usize = 1000;
-
-impl Page {
-    pub fn from(request: Option<&common::PageRequest>) -> Result<Self> {
-        let window = PageWindow::of(request, DEFAULT_PAGE as u64, MAX_PAGE as u64)
-            .map_err(|bad| Error::invalid("page_token", format!("is {bad}")))?;
-        // An offset or size beyond this machine's address space cannot index a list anyway.
-        let clamp = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        Ok(Self { offset: clamp(window.offset), size: clamp(window.size) })
-    }
-
-    /// The page of `items` and its info (`total` = every item).
-    pub fn cut<T>(&self, items: Vec<T>) -> (Vec<T>, common::PageInfo) {
-        let total = items.len();
-        let page: Vec<T> = items.into_iter().skip(self.offset).take(self.size).collect();
-        let next = self.offset + page.len();
-        let next_page_token = if next < total { next.to_string() } else { String::new() };
-        (page, common::PageInfo { next_page_token, total: total as u64 })
-    }
+/// The request's page, or an error naming the token.
+pub fn page(request: Option<&common::PageRequest>) -> Result<Page> {
+    Page::of(request).map_err(|bad| Error::invalid("page_token", format!("is {bad}")))
 }

@@ -80,20 +80,20 @@ impl Deployer {
         group: &str,
         page: Page,
     ) -> Result<(Vec<EnvironmentRecord>, ramen_proto::common::v1::PageInfo)> {
-        let query = Query::new().sort_asc("group").sort_asc("name");
-        let found = if group.is_empty() {
-            let visible = crate::caller::visible_groups(ctx)?;
-            let mut query = query;
-            if let Some(groups) = visible {
-                query = query.is_in("group", groups);
+        let filter = if group.is_empty() {
+            match crate::caller::visible_groups(ctx)? {
+                Some(groups) => Filter::new().is_in("group", groups),
+                None => Filter::new(),
             }
-            self.db.environments.find(&query).await?
         } else {
             validate::dns_label("group", group)?;
             require(ctx, group, Action::ReadGroup)?;
-            self.db.environments.find(&query.filter(Filter::new().eq("group", group))).await?
+            Filter::new().eq("group", group)
         };
-        Ok(page.cut(found.into_iter().map(|e| e.value).collect()))
+        let total = self.db.environments.count(&filter).await?;
+        let query = page.query(Query::new().filter(filter).sort_asc("group").sort_asc("name"));
+        let found = self.db.environments.find(&query).await?;
+        Ok(page.finish(found.into_iter().map(|e| e.value).collect(), total))
     }
 
     pub async fn update_environment(

@@ -5,7 +5,7 @@
 use ramen_proto::auth::v1::Action;
 use ramen_proto::common::v1::AuditOutcome;
 use ramen_proto::deployer::v1 as pb;
-use ramen_store::{Query, StoreError, Versioned};
+use ramen_store::{Filter, Query, StoreError, Versioned};
 
 use crate::caller::{Caller, require};
 use crate::conversions::{Page, restrictions_in};
@@ -81,14 +81,14 @@ impl Deployer {
         ctx: &Caller,
         page: Page,
     ) -> Result<(Vec<GroupRecord>, ramen_proto::common::v1::PageInfo)> {
-        let visible = crate::caller::visible_groups(ctx)?;
-        let all = self.db.groups.find(&Query::new().sort_asc("name")).await?;
-        let groups: Vec<GroupRecord> = all
-            .into_iter()
-            .map(|g| g.value)
-            .filter(|g| visible.as_ref().is_none_or(|names| names.contains(&g.name)))
-            .collect();
-        Ok(page.cut(groups))
+        let filter = match crate::caller::visible_groups(ctx)? {
+            Some(names) => Filter::new().is_in("name", names),
+            None => Filter::new(),
+        };
+        let total = self.db.groups.count(&filter).await?;
+        let query = page.query(Query::new().filter(filter).sort_asc("name"));
+        let found = self.db.groups.find(&query).await?;
+        Ok(page.finish(found.into_iter().map(|g| g.value).collect(), total))
     }
 
     pub async fn update_group(

@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 use crate::Deployer;
 use crate::caller::Caller;
 use crate::config_settings;
-use crate::conversions::{self as conv, Page};
+use crate::conversions as conv;
 use crate::jobs::{DeadLetterView, WatchStream};
 
 pub struct DeployerGrpc(pub Arc<Deployer>);
@@ -57,7 +57,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::ListGroupsRequest>,
     ) -> Answer<pb::ListGroupsResponse> {
         let (ctx, r) = split(request);
-        let (groups, page) = self.0.list_groups(&ctx, Page::from(r.page.as_ref())?).await?;
+        let (groups, page) = self.0.list_groups(&ctx, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListGroupsResponse {
             groups: groups.iter().map(conv::group).collect(),
             page: Some(page),
@@ -107,7 +107,7 @@ impl DeployerService for DeployerGrpc {
     ) -> Answer<pb::ListEnvironmentsResponse> {
         let (ctx, r) = split(request);
         let (envs, page) =
-            self.0.list_environments(&ctx, &r.group, Page::from(r.page.as_ref())?).await?;
+            self.0.list_environments(&ctx, &r.group, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListEnvironmentsResponse {
             environments: envs.iter().map(conv::environment).collect(),
             page: Some(page),
@@ -158,7 +158,7 @@ impl DeployerService for DeployerGrpc {
             .filter_map(|s| common::JobState::try_from(*s).ok())
             .filter_map(conv::job_state_in)
             .collect();
-        let page = Page::from(r.page.as_ref())?;
+        let page = conv::page(r.page.as_ref())?;
         let (jobs, page) = self.0.list_jobs(&ctx, &r.group, &r.environment, &states, page).await?;
         ok(pb::ListJobsResponse {
             jobs: jobs.iter().map(|j| conv::job(j, false)).collect(),
@@ -186,7 +186,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::ListDeadLettersRequest>,
     ) -> Answer<pb::ListDeadLettersResponse> {
         let (ctx, r) = split(request);
-        let (letters, page) = self.0.list_dead_letters(&ctx, Page::from(r.page.as_ref())?).await?;
+        let (letters, page) = self.0.list_dead_letters(&ctx, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListDeadLettersResponse {
             dead_letters: letters.into_iter().map(dead_letter).collect(),
             page: Some(page),

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use ramen_proto::common::v1::{PageInfo, PageRequest};
-use ramen_service::paging::PageWindow;
-use ramen_store::{Collection, CollectionSpec, DocumentStore, Filter, Query, StoreError};
+use ramen_proto::common::v1::PageRequest;
+use ramen_store::{Collection, CollectionSpec, DocumentStore, Filter, StoreError};
 
 use crate::error::{Error, Result};
 use crate::model::{PackagesRecord, PlacementRecord, WorkerRecord, ZoneRecord};
@@ -17,8 +16,6 @@ pub const PACKAGES: &str = "zone_packages";
 pub const TEARDOWNS: &str = "zone_teardowns";
 
 /// Page size when a request asks for none, and the most a request gets.
-pub const DEFAULT_PAGE: u64 = 100;
-pub const MAX_PAGE: u64 = 500;
 
 #[derive(Clone)]
 pub struct Db {
@@ -61,44 +58,10 @@ pub fn group_zone(group: &str, zone: &str) -> Filter {
     filter
 }
 
-/// An offset page: `page_token` is the offset of the first item.
-#[derive(Clone, Copy, Debug)]
-pub struct Page {
-    pub offset: u64,
-    pub size: u64,
-}
+/// The one page type of every service (`ramen_service::paging`).
+pub use ramen_service::paging::Page;
 
-impl Page {
-    /// Everything (internal sweeps over a group's placements).
-    pub fn all() -> Self {
-        Self { offset: 0, size: u64::from(u32::MAX) }
-    }
-
-    pub fn from_request(request: Option<&PageRequest>) -> Result<Self> {
-        let window = PageWindow::of(request, DEFAULT_PAGE, MAX_PAGE)
-            .map_err(|bad| Error::invalid("page.page_token", bad.to_string()))?;
-        Ok(Self { offset: window.offset, size: window.size })
-    }
-
-    /// Asks for one more than the page so the answer knows whether another page follows.
-    pub fn query(&self, query: Query) -> Query {
-        query.skip(self.offset).limit(self.size + 1)
-    }
-
-    /// Trims the look-ahead item and says where the next page starts.
-    pub fn finish<T>(&self, mut items: Vec<T>, total: u64) -> (Vec<T>, PageInfo) {
-        let more = items.len() as u64 > self.size;
-        items.truncate(self.size as usize);
-        let next_page_token =
-            if more { (self.offset + self.size).to_string() } else { String::new() };
-        (items, PageInfo { next_page_token, total })
-    }
-
-    /// Pages an in-memory list.
-    pub fn slice<T>(&self, items: Vec<T>) -> (Vec<T>, PageInfo) {
-        let total = items.len() as u64;
-        let window: Vec<T> =
-            items.into_iter().skip(self.offset as usize).take(self.size as usize + 1).collect();
-        self.finish(window, total)
-    }
+/// The request's page, or an error naming the token.
+pub fn page(request: Option<&PageRequest>) -> Result<Page> {
+    Page::of(request).map_err(|bad| Error::invalid("page.page_token", bad.to_string()))
 }

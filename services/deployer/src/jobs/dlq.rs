@@ -40,12 +40,12 @@ impl Deployer {
         page: Page,
     ) -> Result<(Vec<DeadLetterView>, ramen_proto::common::v1::PageInfo)> {
         require(ctx, "", Action::Admin)?;
-        let parked = self.dlq().list(page.offset + page.size + 1).await?;
+        let parked = self.dlq().list((page.offset + page.size + 1) as usize).await?;
         let mut views = Vec::with_capacity(parked.len());
         for message in parked {
             views.push(self.view(message).await?);
         }
-        Ok(page.cut(views))
+        Ok(page.slice(views))
     }
 
     pub async fn get_dead_letter(&self, ctx: &Caller, sequence: u64) -> Result<DeadLetterView> {

@@ -40,9 +40,10 @@ impl Deployer {
                 states.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
             filter = filter.is_in("state", names);
         }
-        let query = Query::new().filter(filter).sort_desc("created_at_ms");
+        let total = self.db.jobs.count(&filter).await?;
+        let query = page.query(Query::new().filter(filter).sort_desc("created_at_ms"));
         let found = self.db.jobs.find(&query).await?;
-        Ok(page.cut(found.into_iter().map(|j| j.value).collect()))
+        Ok(page.finish(found.into_iter().map(|j| j.value).collect(), total))
     }
 
     pub async fn watch_job(self: &Arc<Self>, ctx: &Caller, job_id: &str) -> Result<WatchStream> {

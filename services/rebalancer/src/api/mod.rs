@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::model::Caller;
 use crate::scheduler::Scheduler;
 use conversions as conv;
-use paging::Page;
+use paging::page;
 
 pub struct RebalancerApi {
     rebalancer: Arc<Rebalancer>,
@@ -58,7 +58,7 @@ impl RebalancerService for RebalancerApi {
         signed_in(&caller)?;
         let visible = caller.visible_groups();
         let r = request.into_inner();
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = page(r.page.as_ref())?;
         let snapshot = self.rebalancer.cells.snapshot();
         let wanted =
             |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
@@ -69,8 +69,7 @@ impl RebalancerService for RebalancerApi {
             .filter(|c| may_see(&c.group))
             .filter(|c| wanted(&r.groups, &c.group) && wanted(&r.zones, &c.zone))
             .collect();
-        let total = matching.len() as u64;
-        let (cells, info) = page.slice(matching, total);
+        let (cells, info) = page.slice(matching);
         let cells = cells
             .into_iter()
             .map(|c| conv::cell(c, &self.rebalancer.cells.nodes(&c.group, &c.zone)))
@@ -130,14 +129,14 @@ impl RebalancerService for RebalancerApi {
         let r = request.into_inner();
         let action = if r.group.is_empty() { Action::Admin } else { Action::ReadGroup };
         allow(&caller, &r.group, action)?;
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = page(r.page.as_ref())?;
         let found = self
             .rebalancer
             .actions
             .list(&r.group, &r.zone, page.offset, page.size + 1)
             .await
             .map_err(Error::from)?;
-        let (found, info) = page.finish(found);
+        let (found, info) = page.finish(found, 0);
         let actions = found.iter().map(|(id, record)| conv::action(id, record)).collect();
         Ok(Response::new(pb::ListRebalanceActionsResponse { actions, page: Some(info) }))
     }

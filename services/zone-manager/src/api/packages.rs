@@ -6,7 +6,6 @@ use tonic::{Request, Response, Status};
 use super::conversions::{self as conv, track_to_proto};
 use super::{ZoneApi, caller};
 use crate::error::Result;
-use crate::store::Page;
 
 impl ZoneApi {
     pub(super) async fn do_store_package_report(
@@ -29,7 +28,7 @@ impl ZoneApi {
         request: Request<pb::ListPackagesRequest>,
     ) -> Result<Response<pb::ListPackagesResponse>, Status> {
         let r = request.into_inner();
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = crate::store::page(r.page.as_ref())?;
         let (packages, page) = self.manager.list_packages(&r.group, &r.zone, page).await?;
         let packages = packages
             .into_iter()
@@ -74,7 +73,7 @@ impl ZoneApi {
         request: Request<pb::ListEndpointsRequest>,
     ) -> Result<Response<pb::ListEndpointsResponse>, Status> {
         let r = request.into_inner();
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = crate::store::page(r.page.as_ref())?;
         let (zones, page) =
             self.manager.list_endpoints(&r.group, &r.zones, r.ready_only, page).await?;
         let zones = zones

@@ -8,7 +8,6 @@ use super::zones::teardown;
 use super::{ZoneApi, caller};
 use crate::error::Result;
 use crate::manager::LivePolicy;
-use crate::store::Page;
 
 fn target(zone: &str) -> String {
     format!("placement/{zone}")
@@ -40,7 +39,7 @@ impl ZoneApi {
         request: Request<pb::ListPlacementsRequest>,
     ) -> Result<Response<pb::ListPlacementsResponse>, Status> {
         let r = request.into_inner();
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = crate::store::page(r.page.as_ref())?;
         let (placements, page) = self.manager.list_placements(&r.group, &r.zone, page).await?;
         let placements = placements.iter().map(conv::placement).collect();
         Ok(Response::new(pb::ListPlacementsResponse { placements, page: Some(page) }))

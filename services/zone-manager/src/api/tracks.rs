@@ -7,7 +7,6 @@ use super::conversions::{self as conv, duration, track_filter, track_from_proto}
 use super::{ZoneApi, caller};
 use crate::error::Result;
 use crate::manager::RolloutOutcome;
-use crate::store::Page;
 
 fn rollout(group: &str, zone: &str, outcome: &RolloutOutcome) -> pb::TrackRolloutResponse {
     pb::TrackRolloutResponse {
@@ -59,7 +58,7 @@ impl ZoneApi {
         request: Request<pb::ListWorkersRequest>,
     ) -> Result<Response<pb::ListWorkersResponse>, Status> {
         let r = request.into_inner();
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = crate::store::page(r.page.as_ref())?;
         let track = track_filter(r.track)?;
         let workers = self.manager.list_workers(&r.group, &r.zone, track).await?;
         let (workers, page) = page.slice(workers);

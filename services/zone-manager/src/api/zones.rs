@@ -6,7 +6,6 @@ use tonic::{Request, Response, Status};
 use super::conversions::{self as conv, provider_from_proto, size_from_proto};
 use super::{ZoneApi, caller, zone_target};
 use crate::error::Result;
-use crate::store::Page;
 use crate::teardown::TeardownRecord;
 
 impl ZoneApi {
@@ -42,7 +41,7 @@ impl ZoneApi {
         &self,
         request: Request<pb::ListZonesRequest>,
     ) -> Result<Response<pb::ListZonesResponse>, Status> {
-        let page = Page::from_request(request.get_ref().page.as_ref())?;
+        let page = crate::store::page(request.get_ref().page.as_ref())?;
         let (zones, page) = self.manager.list_zones(page).await?;
         Ok(Response::new(pb::ListZonesResponse {
             zones: zones.iter().map(conv::zone).collect(),
@@ -69,7 +68,7 @@ impl ZoneApi {
         request: Request<pb::ListZoneSummariesRequest>,
     ) -> Result<Response<pb::ListZoneSummariesResponse>, Status> {
         let r = request.into_inner();
-        let page = Page::from_request(r.page.as_ref())?;
+        let page = crate::store::page(r.page.as_ref())?;
         let (summaries, page) = self.manager.zone_summaries(page, &r.groups).await?;
         let zones = summaries
             .iter()
