@@ -18,7 +18,7 @@ use ramen_clients::grants;
 use ramen_proto::auth::v1::{Action, AuthorizeRequest, Decision, GetGrantsRequest};
 
 use crate::caller::{SignedIn, authenticate};
-use crate::clients::CallCtx;
+use crate::clients::Caller;
 use crate::error::ApiError;
 use crate::request_id::RequestId;
 use crate::state::Gateway;
@@ -127,12 +127,12 @@ async fn signed_in(
     gateway: &Gateway,
     caller: &SignedIn,
     request_id: String,
-) -> Result<CallCtx, ApiError> {
-    let call = CallCtx::new(caller.user_id.clone(), request_id.clone());
+) -> Result<Caller, ApiError> {
+    let call = Caller::new(caller.user_id.clone(), request_id.clone());
     let question = GetGrantsRequest { user_id: caller.user_id.clone() };
     let answer =
         gateway.clients().auth.clone().get_grants(call.request(question)).await?.into_inner();
-    Ok(CallCtx::user(caller.user_id.clone(), request_id, grants(&answer)))
+    Ok(Caller::user(caller.user_id.clone(), request_id, grants(&answer)))
 }
 
 /// Asks auth whether the user may do `action` on `group`, and answers the caller the
@@ -143,8 +143,8 @@ async fn authorize(
     group: &str,
     action: Action,
     request_id: String,
-) -> Result<CallCtx, ApiError> {
-    let call = CallCtx::new(caller.user_id.clone(), request_id.clone());
+) -> Result<Caller, ApiError> {
+    let call = Caller::new(caller.user_id.clone(), request_id.clone());
     let question = AuthorizeRequest {
         user_id: caller.user_id.clone(),
         group: group.to_owned(),
@@ -153,7 +153,7 @@ async fn authorize(
     let answer =
         gateway.clients().auth.clone().authorize(call.request(question)).await?.into_inner();
     match answer.decision() {
-        Decision::Allow => Ok(CallCtx::user(caller.user_id.clone(), request_id, grants(&answer))),
+        Decision::Allow => Ok(Caller::user(caller.user_id.clone(), request_id, grants(&answer))),
         // Same words as for a group that does not exist: nothing is revealed.
         Decision::NotFound => Err(ApiError::not_found(format!("group `{group}` not found"))),
         _ => Err(ApiError::forbidden(match action {

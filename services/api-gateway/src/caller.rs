@@ -16,7 +16,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use subtle::ConstantTimeEq;
 
-use crate::clients::CallCtx;
+use crate::clients::Caller;
 use crate::error::ApiError;
 use crate::request_id::RequestId;
 use crate::state::Gateway;
@@ -144,7 +144,7 @@ fn request_id(parts: &Parts) -> String {
 /// the grants auth answered when the access layer authorized the request).
 pub struct Authed {
     pub caller: SignedIn,
-    pub call: CallCtx,
+    pub call: Caller,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Authed {
@@ -159,16 +159,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Authed {
             .ok_or_else(|| ApiError::unauthenticated("sign in first"))?;
         let call = parts
             .extensions
-            .get::<CallCtx>()
+            .get::<Caller>()
             .cloned()
-            .unwrap_or_else(|| CallCtx::new(caller.user_id.clone(), request_id(parts)));
+            .unwrap_or_else(|| Caller::new(caller.user_id.clone(), request_id(parts)));
         Ok(Self { caller, call })
     }
 }
 
 /// A public handler's gRPC context (no actor) and client address.
 pub struct Anonymous {
-    pub call: CallCtx,
+    pub call: Caller,
     pub addr: IpAddr,
 }
 
@@ -180,7 +180,7 @@ impl FromRequestParts<Gateway> for Anonymous {
         gateway: &Gateway,
     ) -> Result<Self, Self::Rejection> {
         let addr = crate::client_addr::from_parts(parts, gateway);
-        Ok(Self { call: CallCtx::new(String::new(), request_id(parts)), addr })
+        Ok(Self { call: Caller::new(String::new(), request_id(parts)), addr })
     }
 }
 

@@ -16,7 +16,7 @@ use crate::settings::Settings;
 
 /// Who a gRPC call is made for: the signed-in user with their grants, or anonymous on public
 /// routes (login). One type for every service.
-pub use ramen_access::Caller as CallCtx;
+pub use ramen_access::Caller;
 
 #[derive(Clone)]
 pub struct Clients {

@@ -110,9 +110,10 @@ impl Auth {
                 AuthError::Denied(_)
                 | AuthError::PasswordChangeRequired
                 | AuthError::Unauthenticated(_)
-                | AuthError::BadCredentials,
+                | AuthError::BadCredentials
+                // A group the caller may not see reads as missing: a refusal all the same.
+                | AuthError::GroupNotFound(_),
             ) => AuditOutcome::Denied,
-            Err(AuthError::NotFound(what)) if what.starts_with("group ") => AuditOutcome::Denied,
             Err(_) => AuditOutcome::Failure,
         };
         let mut details = details;

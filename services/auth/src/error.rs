@@ -24,6 +24,9 @@ pub enum AuthError {
     Denied(String),
     #[error("{0} not found")]
     NotFound(String),
+    /// The group does not exist, or the caller may not learn that it does (the same words).
+    #[error("group `{0}` not found")]
+    GroupNotFound(String),
     #[error("{0} already exists")]
     AlreadyExists(String),
     /// Optimistic concurrency: the caller's expected version is stale.
@@ -45,7 +48,7 @@ impl AuthError {
     }
 
     pub fn group_not_found(group: &str) -> Self {
-        Self::NotFound(format!("group `{group}`"))
+        Self::GroupNotFound(group.to_owned())
     }
 }
 
@@ -62,7 +65,7 @@ impl From<AuthError> for Status {
                 ErrorReason::PasswordChangeRequired.attach(Status::failed_precondition(message))
             }
             AuthError::Denied(_) => Status::permission_denied(message),
-            AuthError::NotFound(_) => Status::not_found(message),
+            AuthError::NotFound(_) | AuthError::GroupNotFound(_) => Status::not_found(message),
             AuthError::AlreadyExists(_) => Status::already_exists(message),
             AuthError::Conflict(_) => Status::aborted(message),
             // Fails closed, and the details stay in the server log.

@@ -8,14 +8,14 @@ use ramen_proto::auth::v1::Action;
 use ramen_proto::deployer::v1 as pb;
 use ramen_proto::events::v1::SettingsChanged;
 
-use crate::Deployer;
+use crate::AppSettings;
 use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::{
     APP_KEY_AAD, DEFAULT_REBALANCE_INTERVAL_SECONDS, SETTINGS_ID, SettingsRecord, now_ms,
 };
 
-impl Deployer {
+impl AppSettings {
     pub async fn get_settings(&self, ctx: &Caller) -> Result<SettingsRecord> {
         require(ctx, "", Action::Admin)?;
         self.settings_record().await
@@ -66,27 +66,29 @@ impl Deployer {
         }
         record.updated_at_ms = now_ms();
         record.updated_by = ctx.audit_actor().to_owned();
-        self.db.settings.put(SETTINGS_ID, &record).await?;
+        self.core.db.settings.put(SETTINGS_ID, &record).await?;
         let event = SettingsChanged {
             meta: Some(crate::ports::events::meta(ctx)),
             auto_rebalance_enabled: record.auto_rebalance_enabled,
             auto_rebalance_interval_seconds: record.auto_rebalance_interval_seconds,
             github_app_configured: app_configured(&record),
         };
-        self.events.publish(&event).await;
+        self.core.events.publish(&event).await;
         let details = [
             ("github_app_id", record.github_app_id.to_string()),
             ("github_app_private_key_set", record.github_app_private_key.is_some().to_string()),
         ];
-        self.audit(ctx, "settings.update", "", "settings", details).await;
+        self.core.audit(ctx, "settings.update", "", "settings", details).await;
         Ok(record)
     }
 
     pub(crate) async fn settings_record(&self) -> Result<SettingsRecord> {
-        Ok(self.db.settings.get(SETTINGS_ID).await?.map(|s| s.value).unwrap_or(SettingsRecord {
-            auto_rebalance_interval_seconds: DEFAULT_REBALANCE_INTERVAL_SECONDS,
-            ..SettingsRecord::default()
-        }))
+        Ok(self.core.db.settings.get(SETTINGS_ID).await?.map(|s| s.value).unwrap_or(
+            SettingsRecord {
+                auto_rebalance_interval_seconds: DEFAULT_REBALANCE_INTERVAL_SECONDS,
+                ..SettingsRecord::default()
+            },
+        ))
     }
 }
 

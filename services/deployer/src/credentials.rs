@@ -2,21 +2,21 @@
 //! environment-wide), offered to git as `x-access-token:<token>` through the askpass helper.
 //! Or, for a group with a GitHub App installation id, an installation token (`github_app`).
 
-use crate::Deployer;
+use crate::AppSettings;
 use crate::error::Result;
 use crate::git::{Credentials, check_repo_url};
 use crate::model::GroupRecord;
 
 pub const TOKEN_SECRET: &str = "GITHUB_TOKEN";
 
-impl Deployer {
+impl AppSettings {
     /// `None` for transports that take no token, and for public repos (no secret set).
     pub(crate) async fn repo_credentials(
         &self,
         group: &GroupRecord,
         environment: &str,
     ) -> Result<Option<Credentials>> {
-        let transport = check_repo_url(&group.repo_url, self.settings.local_mode)?;
+        let transport = check_repo_url(&group.repo_url, self.core.settings.local_mode)?;
         if !transport.takes_token() {
             return Ok(None);
         }
@@ -26,7 +26,7 @@ impl Deployer {
                 .await?;
             return Ok(Some(creds));
         }
-        let secrets = self.auth.resolve_secrets(&group.name, environment, "").await?;
+        let secrets = self.core.auth.resolve_secrets(&group.name, environment, "").await?;
         Ok(secrets
             .into_iter()
             .find(|s| s.name == TOKEN_SECRET)

@@ -14,7 +14,7 @@ use ramen_proto::events::v1::GroupDeleted;
 use ramen_proto::zone::v1::TeardownState;
 use ramen_store::{Filter, Query};
 
-use crate::Deployer;
+use crate::Registry;
 use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::{
@@ -24,14 +24,15 @@ use crate::validate;
 
 pub const STEPS: [&str; 4] = ["placements", "bucket_prefix", "auth", "records"];
 
-impl Deployer {
+impl Registry {
     /// Starts the saga (or returns the progress of the one running).
     pub async fn delete_group(self: &Arc<Self>, ctx: &Caller, name: &str) -> Result<Deletion> {
         validate::dns_label("name", name)?;
         require(ctx, name, Action::ManageGroup)?;
         let zones: Vec<String> =
-            self.zones.placements(name).await?.into_iter().map(|p| p.zone).collect();
+            self.core.zones.placements(name).await?.into_iter().map(|p| p.zone).collect();
         let (written, first) = self
+            .core
             .db
             .groups
             .modify(name, |g| {
@@ -59,15 +60,15 @@ impl Deployer {
             })
             .await?;
         if first {
-            self.cancel_group_jobs(ctx, name).await?;
+            self.jobs.cancel_group_jobs(ctx, name).await?;
             let event = GroupDeleted {
                 meta: Some(crate::ports::events::meta(ctx)),
                 group: name.to_owned(),
                 bucket_prefix: bucket_prefix(name),
                 zones,
             };
-            self.events.publish(&event).await;
-            self.audit(ctx, "group.delete", name, &format!("group/{name}"), []).await;
+            self.core.events.publish(&event).await;
+            self.core.audit(ctx, "group.delete", name, &format!("group/{name}"), []).await;
         }
         self.spawn_deletion(name);
         Ok(written.value.deletion.unwrap_or_default())
@@ -77,7 +78,7 @@ impl Deployer {
     pub async fn group_deletion(&self, ctx: &Caller, name: &str) -> Result<Deletion> {
         validate::dns_label("name", name)?;
         require(ctx, "", Action::CreateGroup)?;
-        let group = self.db.groups.get(name).await?;
+        let group = self.core.db.groups.get(name).await?;
         group
             .and_then(|g| g.value.deletion)
             .ok_or_else(|| Error::NotFound(format!("deletion of group `{name}`")))
@@ -127,7 +128,7 @@ impl Deployer {
     }
 
     async fn deletion_step(&self, group: &str, step: &str) -> Result<()> {
-        let Some(current) = self.db.groups.get(group).await? else { return Ok(()) };
+        let Some(current) = self.core.db.groups.get(group).await? else { return Ok(()) };
         let done = current.value.deletion.as_ref().is_some_and(|d| {
             d.steps.iter().any(|s| s.name == step && s.status == Status::Succeeded)
         });
@@ -138,14 +139,15 @@ impl Deployer {
         let detail = match step {
             "placements" => self.teardown_placements(group).await?,
             "bucket_prefix" => {
-                let removed = self.blob.delete_prefix(&bucket_prefix(group)).await?;
-                self.repos
+                let removed = self.core.blob.delete_prefix(&bucket_prefix(group)).await?;
+                self.core
+                    .repos
                     .forget_group(group)
                     .map_err(|e| Error::Internal(format!("removing the git mirrors: {e}")))?;
                 format!("{removed} objects removed")
             }
             "auth" => {
-                let purged = self.auth.purge_group(group).await?;
+                let purged = self.core.auth.purge_group(group).await?;
                 format!(
                     "{} keys, {} secrets, {} memberships removed",
                     purged.keys_deleted, purged.secrets_deleted, purged.memberships_deleted
@@ -159,17 +161,21 @@ impl Deployer {
     /// Waits for the group's jobs to stop, then for every placement's teardown.
     async fn teardown_placements(&self, group: &str) -> Result<String> {
         loop {
-            let live =
-                self.db.jobs.find(&Query::new().eq("group", group).exists("active", true)).await?;
+            let live = self
+                .core
+                .db
+                .jobs
+                .find(&Query::new().eq("group", group).exists("active", true))
+                .await?;
             let Some(job) = live.first() else { break };
             let detail = format!("waiting for deploy {} to stop", job.id);
             self.saga_update(group, "placements", Status::Running, &detail, None).await?;
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        let started = self.zones.teardown(group, "").await?;
+        let started = self.core.zones.teardown(group, "").await?;
         let total = started.len();
         loop {
-            let progress = self.zones.teardown_progress(group, "").await?;
+            let progress = self.core.zones.teardown_progress(group, "").await?;
             let open: Vec<String> = progress
                 .iter()
                 .filter(|p| p.state != TeardownState::Done as i32)
@@ -180,7 +186,7 @@ impl Deployer {
                     format!("{}: {}", p.zone, step.map_or("finishing", |s| s.name.as_str()))
                 })
                 .collect();
-            let remaining = self.zones.placements(group).await?.len();
+            let remaining = self.core.zones.placements(group).await?.len();
             if open.is_empty() && remaining == 0 {
                 return Ok(format!("{total} placements torn down"));
             }
@@ -196,10 +202,10 @@ impl Deployer {
 
     async fn delete_group_records(&self, group: &str) -> Result<()> {
         let in_group = Filter::new().eq("group", group);
-        self.db.jobs.delete_many(&in_group).await?;
-        self.db.environments.delete_many(&in_group).await?;
+        self.core.db.jobs.delete_many(&in_group).await?;
+        self.core.db.environments.delete_many(&in_group).await?;
         self.saga_update(group, "records", Status::Succeeded, "", Some(SagaPhase::Done)).await?;
-        self.db.groups.delete(group, None).await?;
+        self.core.db.groups.delete(group, None).await?;
         tracing::info!(%group, "group deleted");
         Ok(())
     }
@@ -212,7 +218,8 @@ impl Deployer {
         detail: &str,
         state: Option<SagaPhase>,
     ) -> Result<()> {
-        self.db
+        self.core
+            .db
             .groups
             .modify(group, |g| {
                 let Some(d) = g.deletion.as_mut() else { return Ok(()) };
@@ -241,7 +248,7 @@ impl Deployer {
 
     /// Resumes the sagas of groups left deleting (a restart, another replica that died).
     pub(crate) async fn resume_deletions(self: &Arc<Self>) -> Result<()> {
-        let deleting = self.db.groups.find(&Query::new().eq("status", "deleting")).await?;
+        let deleting = self.core.db.groups.find(&Query::new().eq("status", "deleting")).await?;
         for group in deleting {
             self.spawn_deletion(&group.id);
         }

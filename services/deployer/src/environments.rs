@@ -14,9 +14,9 @@ use crate::conversions::Page;
 use crate::error::{Error, Result};
 use crate::git::refs::check_ref;
 use crate::model::{EnvironmentRecord, GroupRecord, environment_id, now_ms};
-use crate::{Deployer, validate};
+use crate::{Registry, validate};
 
-impl Deployer {
+impl Registry {
     pub async fn create_environment(
         &self,
         ctx: &Caller,
@@ -25,7 +25,7 @@ impl Deployer {
         validate::dns_label("group", &r.group)?;
         validate::dns_label("name", &r.name)?;
         require(ctx, &r.group, Action::ManageEnvironments)?;
-        let group = self.active_group(&r.group).await?;
+        let group = self.core.active_group(&r.group).await?;
         let git_ref = if r.git_ref.is_empty() { group.default_ref.clone() } else { r.git_ref };
         check_ref(&git_ref)?;
         let zones = self.check_zones(&group, &r.zones).await?;
@@ -41,7 +41,7 @@ impl Deployer {
             updated_at_ms: now,
             ..EnvironmentRecord::default()
         };
-        match self.db.environments.insert(&environment_id(&r.group, &r.name), &record).await {
+        match self.core.db.environments.insert(&environment_id(&r.group, &r.name), &record).await {
             Ok(_) => {}
             Err(StoreError::AlreadyExists { .. }) => {
                 return Err(Error::AlreadyExists(format!(
@@ -51,14 +51,15 @@ impl Deployer {
             }
             Err(err) => return Err(err.into()),
         }
-        self.audit(
-            ctx,
-            "environment.create",
-            &r.group,
-            &format!("env/{}", r.name),
-            [("git_ref", record.git_ref.clone()), ("zones", record.zones.join(","))],
-        )
-        .await;
+        self.core
+            .audit(
+                ctx,
+                "environment.create",
+                &r.group,
+                &format!("env/{}", r.name),
+                [("git_ref", record.git_ref.clone()), ("zones", record.zones.join(","))],
+            )
+            .await;
         Ok(record)
     }
 
@@ -70,7 +71,7 @@ impl Deployer {
     ) -> Result<EnvironmentRecord> {
         validate::dns_label("group", group)?;
         require(ctx, group, Action::ReadGroup)?;
-        self.environment(group, name).await
+        self.core.environment(group, name).await
     }
 
     /// One group's environments, or (group empty) those of every group the caller belongs to.
@@ -90,9 +91,9 @@ impl Deployer {
             require(ctx, group, Action::ReadGroup)?;
             Filter::new().eq("group", group)
         };
-        let total = self.db.environments.count(&filter).await?;
+        let total = self.core.db.environments.count(&filter).await?;
         let query = page.query(Query::new().filter(filter).sort_asc("group").sort_asc("name"));
-        let found = self.db.environments.find(&query).await?;
+        let found = self.core.db.environments.find(&query).await?;
         Ok(page.finish(found.into_iter().map(|e| e.value).collect(), total))
     }
 
@@ -103,8 +104,8 @@ impl Deployer {
     ) -> Result<EnvironmentRecord> {
         validate::dns_label("group", &r.group)?;
         require(ctx, &r.group, Action::ManageEnvironments)?;
-        let group = self.active_group(&r.group).await?;
-        let before = self.environment(&r.group, &r.name).await?;
+        let group = self.core.active_group(&r.group).await?;
+        let before = self.core.environment(&r.group, &r.name).await?;
         if let Some(git_ref) = &r.git_ref {
             check_ref(git_ref)?;
         }
@@ -115,6 +116,7 @@ impl Deployer {
         let blocked = r.blocked.as_ref().map(|b| validate::blocked(&b.values)).transpose()?;
         let id = environment_id(&r.group, &r.name);
         let (written, ()) = self
+            .core
             .db
             .environments
             .modify(&id, |e| apply(e, &r, zones.as_ref(), blocked.as_ref()))
@@ -127,16 +129,17 @@ impl Deployer {
             before.zones.iter().filter(|z| !env.zones.contains(z)).cloned().collect();
         let released = self.unused_zones(&env.group, &env.name, &dropped).await?;
         for zone in &released {
-            self.zones.teardown(&env.group, zone).await?;
+            self.core.zones.teardown(&env.group, zone).await?;
         }
-        self.audit(
-            ctx,
-            "environment.update",
-            &env.group,
-            &format!("env/{}", env.name),
-            [("released_zones", released.join(","))],
-        )
-        .await;
+        self.core
+            .audit(
+                ctx,
+                "environment.update",
+                &env.group,
+                &format!("env/{}", env.name),
+                [("released_zones", released.join(","))],
+            )
+            .await;
         Ok(env)
     }
 
@@ -150,8 +153,8 @@ impl Deployer {
     ) -> Result<Vec<String>> {
         validate::dns_label("group", group)?;
         require(ctx, group, Action::ManageEnvironments)?;
-        let env = self.environment(group, name).await?;
-        if let Some(live) = self.live_job(group, name).await? {
+        let env = self.core.environment(group, name).await?;
+        if let Some(live) = self.core.live_job(group, name).await? {
             return Err(Error::FailedPrecondition(format!(
                 "deploy {} of environment `{name}` is {:?}; cancel it first",
                 live.id, live.state
@@ -160,7 +163,8 @@ impl Deployer {
         let released = self.unused_zones(group, name, &env.zones).await?;
         let id = environment_id(group, name);
         let marked = released.clone();
-        self.db
+        self.core
+            .db
             .environments
             .modify(&id, |e| {
                 e.deleting = true;
@@ -170,7 +174,7 @@ impl Deployer {
             })
             .await?;
         for zone in &released {
-            self.zones.teardown(group, zone).await?;
+            self.core.zones.teardown(group, zone).await?;
         }
         let event = EnvironmentDeleted {
             meta: Some(crate::ports::events::meta(ctx)),
@@ -178,26 +182,27 @@ impl Deployer {
             environment: name.to_owned(),
             released_zones: released.clone(),
         };
-        self.events.publish(&event).await;
-        self.audit(
-            ctx,
-            "environment.delete",
-            group,
-            &format!("env/{name}"),
-            [("released_zones", released.join(","))],
-        )
-        .await;
+        self.core.events.publish(&event).await;
+        self.core
+            .audit(
+                ctx,
+                "environment.delete",
+                group,
+                &format!("env/{name}"),
+                [("released_zones", released.join(","))],
+            )
+            .await;
         self.finish_environment_deletions().await?;
         Ok(released)
     }
 
     /// Removes the records of deleted environments whose teardowns are done (and their jobs).
     pub(crate) async fn finish_environment_deletions(&self) -> Result<()> {
-        let deleting = self.db.environments.find(&Query::new().eq("deleting", true)).await?;
+        let deleting = self.core.db.environments.find(&Query::new().eq("deleting", true)).await?;
         for env in deleting.into_iter().map(|e| e.value) {
             let mut pending = false;
             for zone in &env.released_zones {
-                let progress = self.zones.teardown_progress(&env.group, zone).await?;
+                let progress = self.core.zones.teardown_progress(&env.group, zone).await?;
                 pending |= progress
                     .iter()
                     .any(|p| p.state != ramen_proto::zone::v1::TeardownState::Done as i32);
@@ -207,26 +212,18 @@ impl Deployer {
             }
             let jobs =
                 Filter::new().eq("group", env.group.as_str()).eq("environment", env.name.as_str());
-            self.db.jobs.delete_many(&jobs).await?;
-            self.db.environments.delete(&environment_id(&env.group, &env.name), None).await?;
+            self.core.db.jobs.delete_many(&jobs).await?;
+            self.core.db.environments.delete(&environment_id(&env.group, &env.name), None).await?;
             tracing::info!(group = %env.group, environment = %env.name, "environment deleted");
         }
         Ok(())
-    }
-
-    pub(crate) async fn environment(&self, group: &str, name: &str) -> Result<EnvironmentRecord> {
-        validate::dns_label("name", name)?;
-        let found = self.db.environments.get(&environment_id(group, name)).await?;
-        found
-            .map(|e| e.value)
-            .ok_or_else(|| Error::NotFound(format!("environment `{name}` of group `{group}`")))
     }
 
     /// Each zone exists (any zone that exists may be attached) and the group may use it.
     async fn check_zones(&self, group: &GroupRecord, zones: &[String]) -> Result<Vec<String>> {
         let zones = validate::zones(zones)?;
         for zone in &zones {
-            if self.zones.zone(zone).await?.is_none() {
+            if self.core.zones.zone(zone).await?.is_none() {
                 return Err(Error::invalid(
                     "zones",
                     format!("zone `{zone}` does not exist (a super admin creates zones)"),
@@ -254,7 +251,7 @@ impl Deployer {
         except: &str,
         zones: &[String],
     ) -> Result<Vec<String>> {
-        let others = self.db.environments.find(&Query::new().eq("group", group)).await?;
+        let others = self.core.db.environments.find(&Query::new().eq("group", group)).await?;
         let used: BTreeSet<String> = others
             .into_iter()
             .filter(|e| e.value.name != except && !e.value.deleting)
@@ -266,7 +263,12 @@ impl Deployer {
     /// The blocked list, live on every zone of the environment that has a placement.
     async fn push_blocked(&self, env: &EnvironmentRecord) -> Result<()> {
         for zone in &env.zones {
-            match self.zones.live_policy(&env.group, zone, Some(env.blocked.clone()), None).await {
+            match self
+                .core
+                .zones
+                .live_policy(&env.group, zone, Some(env.blocked.clone()), None)
+                .await
+            {
                 Ok(_) | Err(Error::NotFound(_)) => {}
                 Err(Error::FailedPrecondition(_)) => {} // nothing deployed there yet
                 Err(err) => return Err(err),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Deserialize;
 
-use crate::Deployer;
+use crate::AppSettings;
 use crate::config_settings::app_configured;
 use crate::error::{Error, Result};
 use crate::git::Credentials;
@@ -21,7 +21,7 @@ struct AccessToken {
     token: String,
 }
 
-impl Deployer {
+impl AppSettings {
     pub(crate) async fn installation_credentials(
         &self,
         group: &str,
@@ -53,7 +53,7 @@ impl Deployer {
             .map_err(|e| Error::Internal(format!("signing the App JWT: {e}")))?;
         let url = format!(
             "{}/app/installations/{installation}/access_tokens",
-            self.settings.github_api_url.trim_end_matches('/')
+            self.core.settings.github_api_url.trim_end_matches('/')
         );
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(20))

@@ -3,19 +3,17 @@
 //! recorded here. Members, the first admin included, are added through auth's `AddMember`.
 
 use ramen_proto::auth::v1::Action;
-use ramen_proto::common::v1::AuditOutcome;
 use ramen_proto::deployer::v1 as pb;
-use ramen_store::{Filter, Query, StoreError, Versioned};
+use ramen_store::{Filter, Query, StoreError};
 
 use crate::caller::{Caller, require};
 use crate::conversions::{Page, restrictions_in};
 use crate::error::{Error, Result};
 use crate::git::{check_repo_url, refs::check_ref};
 use crate::model::{GroupPhase, GroupRecord, now_ms};
-use crate::ports::Audit;
-use crate::{Deployer, validate};
+use crate::{Registry, validate};
 
-impl Deployer {
+impl Registry {
     pub async fn create_group(
         &self,
         ctx: &Caller,
@@ -23,7 +21,7 @@ impl Deployer {
     ) -> Result<GroupRecord> {
         require(ctx, "", Action::CreateGroup)?;
         validate::dns_label("name", &r.name)?;
-        check_repo_url(&r.repo_url, self.settings.local_mode)?;
+        check_repo_url(&r.repo_url, self.core.settings.local_mode)?;
         let default_ref = if r.default_ref.is_empty() { "main".to_owned() } else { r.default_ref };
         check_ref(&default_ref)?;
         worker_image(&r.worker_image)?;
@@ -40,7 +38,7 @@ impl Deployer {
             updated_at_ms: now,
             deletion: None,
         };
-        if let Some(existing) = self.db.groups.get(&r.name).await? {
+        if let Some(existing) = self.core.db.groups.get(&r.name).await? {
             return Err(match existing.value.status {
                 GroupPhase::Deleting => Error::FailedPrecondition(format!(
                     "group `{}` is being deleted; create it again once GetGroupDeletion says it is gone",
@@ -50,29 +48,30 @@ impl Deployer {
             });
         }
         // Auth first: a registration without a record only reserves the name until a retry.
-        self.auth.register_group(ctx, &r.name).await?;
-        match self.db.groups.insert(&r.name, &record).await {
+        self.core.auth.register_group(ctx, &r.name).await?;
+        match self.core.db.groups.insert(&r.name, &record).await {
             Ok(_) => {}
             Err(StoreError::AlreadyExists { .. }) => {
                 return Err(Error::AlreadyExists(format!("group `{}`", r.name)));
             }
             Err(err) => return Err(err.into()),
         }
-        self.audit(
-            ctx,
-            "group.create",
-            &r.name,
-            &format!("group/{}", r.name),
-            [("repo_url", record.repo_url.clone())],
-        )
-        .await;
+        self.core
+            .audit(
+                ctx,
+                "group.create",
+                &r.name,
+                &format!("group/{}", r.name),
+                [("repo_url", record.repo_url.clone())],
+            )
+            .await;
         Ok(record)
     }
 
     pub async fn get_group(&self, ctx: &Caller, name: &str) -> Result<GroupRecord> {
         validate::dns_label("name", name)?;
         require(ctx, name, Action::ReadGroup)?;
-        Ok(self.group(name).await?.value)
+        Ok(self.core.group(name).await?.value)
     }
 
     /// Every group for a super admin; the caller's groups otherwise.
@@ -85,9 +84,9 @@ impl Deployer {
             Some(names) => Filter::new().is_in("name", names),
             None => Filter::new(),
         };
-        let total = self.db.groups.count(&filter).await?;
+        let total = self.core.db.groups.count(&filter).await?;
         let query = page.query(Query::new().filter(filter).sort_asc("name"));
-        let found = self.db.groups.find(&query).await?;
+        let found = self.core.db.groups.find(&query).await?;
         Ok(page.finish(found.into_iter().map(|g| g.value).collect(), total))
     }
 
@@ -99,7 +98,7 @@ impl Deployer {
         validate::dns_label("name", &r.name)?;
         require(ctx, &r.name, Action::ManageGroup)?;
         if let Some(url) = &r.repo_url {
-            check_repo_url(url, self.settings.local_mode)?;
+            check_repo_url(url, self.core.settings.local_mode)?;
         }
         if let Some(git_ref) = &r.default_ref {
             check_ref(git_ref)?;
@@ -110,6 +109,7 @@ impl Deployer {
         let restrictions = r.restrictions.map(|r| restrictions_in(Some(r))).transpose()?;
         let installation = r.github_app_installation_id.map(installation_id).transpose()?;
         let (written, ()) = self
+            .core
             .db
             .groups
             .modify(&r.name, |g| {
@@ -138,39 +138,8 @@ impl Deployer {
                 Ok(())
             })
             .await?;
-        self.audit(ctx, "group.update", &r.name, &format!("group/{}", r.name), []).await;
+        self.core.audit(ctx, "group.update", &r.name, &format!("group/{}", r.name), []).await;
         Ok(written.value)
-    }
-
-    pub(crate) async fn group(&self, name: &str) -> Result<Versioned<GroupRecord>> {
-        self.db.groups.get(name).await?.ok_or_else(|| Error::NotFound(format!("group `{name}`")))
-    }
-
-    /// An active group (not being deleted).
-    pub(crate) async fn active_group(&self, name: &str) -> Result<GroupRecord> {
-        let group = self.group(name).await?.value;
-        if group.status == GroupPhase::Deleting {
-            return Err(Error::FailedPrecondition(format!("group `{name}` is being deleted")));
-        }
-        Ok(group)
-    }
-
-    pub(crate) async fn audit<const N: usize>(
-        &self,
-        ctx: &Caller,
-        action: &'static str,
-        group: &str,
-        target: &str,
-        details: [(&str, String); N],
-    ) {
-        let entry = Audit {
-            action,
-            group: group.to_owned(),
-            target: target.to_owned(),
-            outcome: AuditOutcome::Success,
-            details: details.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-        };
-        self.auth.audit(ctx, entry).await;
     }
 }
 

@@ -44,12 +44,12 @@ fn dead_letter(v: DeadLetterView) -> pb::DeadLetter {
 impl DeployerService for DeployerGrpc {
     async fn create_group(&self, request: Request<pb::CreateGroupRequest>) -> Answer<pb::Group> {
         let (ctx, r) = split(request);
-        ok(conv::group(&self.0.create_group(&ctx, r).await?))
+        ok(conv::group(&self.0.registry.create_group(&ctx, r).await?))
     }
 
     async fn get_group(&self, request: Request<pb::GetGroupRequest>) -> Answer<pb::Group> {
         let (ctx, r) = split(request);
-        ok(conv::group(&self.0.get_group(&ctx, &r.name).await?))
+        ok(conv::group(&self.0.registry.get_group(&ctx, &r.name).await?))
     }
 
     async fn list_groups(
@@ -57,7 +57,8 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::ListGroupsRequest>,
     ) -> Answer<pb::ListGroupsResponse> {
         let (ctx, r) = split(request);
-        let (groups, page) = self.0.list_groups(&ctx, conv::page(r.page.as_ref())?).await?;
+        let (groups, page) =
+            self.0.registry.list_groups(&ctx, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListGroupsResponse {
             groups: groups.iter().map(conv::group).collect(),
             page: Some(page),
@@ -66,7 +67,7 @@ impl DeployerService for DeployerGrpc {
 
     async fn update_group(&self, request: Request<pb::UpdateGroupRequest>) -> Answer<pb::Group> {
         let (ctx, r) = split(request);
-        ok(conv::group(&self.0.update_group(&ctx, r).await?))
+        ok(conv::group(&self.0.registry.update_group(&ctx, r).await?))
     }
 
     async fn delete_group(
@@ -74,7 +75,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::DeleteGroupRequest>,
     ) -> Answer<pb::GroupDeletion> {
         let (ctx, r) = split(request);
-        ok(conv::deletion(&r.name, &self.0.delete_group(&ctx, &r.name).await?))
+        ok(conv::deletion(&r.name, &self.0.registry.delete_group(&ctx, &r.name).await?))
     }
 
     async fn get_group_deletion(
@@ -82,7 +83,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::GetGroupDeletionRequest>,
     ) -> Answer<pb::GroupDeletion> {
         let (ctx, r) = split(request);
-        ok(conv::deletion(&r.name, &self.0.group_deletion(&ctx, &r.name).await?))
+        ok(conv::deletion(&r.name, &self.0.registry.group_deletion(&ctx, &r.name).await?))
     }
 
     async fn create_environment(
@@ -90,7 +91,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::CreateEnvironmentRequest>,
     ) -> Answer<pb::Environment> {
         let (ctx, r) = split(request);
-        ok(conv::environment(&self.0.create_environment(&ctx, r).await?))
+        ok(conv::environment(&self.0.registry.create_environment(&ctx, r).await?))
     }
 
     async fn get_environment(
@@ -98,7 +99,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::GetEnvironmentRequest>,
     ) -> Answer<pb::Environment> {
         let (ctx, r) = split(request);
-        ok(conv::environment(&self.0.get_environment(&ctx, &r.group, &r.name).await?))
+        ok(conv::environment(&self.0.registry.get_environment(&ctx, &r.group, &r.name).await?))
     }
 
     async fn list_environments(
@@ -107,7 +108,7 @@ impl DeployerService for DeployerGrpc {
     ) -> Answer<pb::ListEnvironmentsResponse> {
         let (ctx, r) = split(request);
         let (envs, page) =
-            self.0.list_environments(&ctx, &r.group, conv::page(r.page.as_ref())?).await?;
+            self.0.registry.list_environments(&ctx, &r.group, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListEnvironmentsResponse {
             environments: envs.iter().map(conv::environment).collect(),
             page: Some(page),
@@ -119,7 +120,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::UpdateEnvironmentRequest>,
     ) -> Answer<pb::Environment> {
         let (ctx, r) = split(request);
-        ok(conv::environment(&self.0.update_environment(&ctx, r).await?))
+        ok(conv::environment(&self.0.registry.update_environment(&ctx, r).await?))
     }
 
     async fn delete_environment(
@@ -127,7 +128,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::DeleteEnvironmentRequest>,
     ) -> Answer<pb::DeleteEnvironmentResponse> {
         let (ctx, r) = split(request);
-        let released_zones = self.0.delete_environment(&ctx, &r.group, &r.name).await?;
+        let released_zones = self.0.registry.delete_environment(&ctx, &r.group, &r.name).await?;
         ok(pb::DeleteEnvironmentResponse { released_zones })
     }
 
@@ -136,7 +137,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::StartDeployRequest>,
     ) -> Answer<pb::StartDeployResponse> {
         let (ctx, r) = split(request);
-        let (job, deduplicated) = self.0.start_deploy(&ctx, r).await?;
+        let (job, deduplicated) = self.0.jobs.start_deploy(&ctx, r).await?;
         // The job itself, so the caller needs no GetJob after starting it.
         let stored = conv::job(&job, true);
         ok(pb::StartDeployResponse { job_id: job.id, deduplicated, job: Some(stored) })
@@ -144,7 +145,7 @@ impl DeployerService for DeployerGrpc {
 
     async fn get_job(&self, request: Request<pb::GetJobRequest>) -> Answer<pb::DeployJob> {
         let (ctx, r) = split(request);
-        ok(conv::job(&self.0.get_job(&ctx, &r.job_id).await?, true))
+        ok(conv::job(&self.0.jobs.get_job(&ctx, &r.job_id).await?, true))
     }
 
     async fn list_jobs(
@@ -159,7 +160,8 @@ impl DeployerService for DeployerGrpc {
             .filter_map(conv::job_state_in)
             .collect();
         let page = conv::page(r.page.as_ref())?;
-        let (jobs, page) = self.0.list_jobs(&ctx, &r.group, &r.environment, &states, page).await?;
+        let (jobs, page) =
+            self.0.jobs.list_jobs(&ctx, &r.group, &r.environment, &states, page).await?;
         ok(pb::ListJobsResponse {
             jobs: jobs.iter().map(|j| conv::job(j, false)).collect(),
             page: Some(page),
@@ -168,7 +170,7 @@ impl DeployerService for DeployerGrpc {
 
     async fn cancel_job(&self, request: Request<pb::CancelJobRequest>) -> Answer<pb::DeployJob> {
         let (ctx, r) = split(request);
-        ok(conv::job(&self.0.cancel_job(&ctx, &r.job_id, &r.reason).await?, true))
+        ok(conv::job(&self.0.jobs.cancel_job(&ctx, &r.job_id, &r.reason).await?, true))
     }
 
     type WatchJobStream = WatchStream;
@@ -178,7 +180,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::WatchJobRequest>,
     ) -> Answer<Self::WatchJobStream> {
         let (ctx, r) = split(request);
-        ok(self.0.watch_job(&ctx, &r.job_id).await?)
+        ok(self.0.jobs.watch_job(&ctx, &r.job_id).await?)
     }
 
     async fn list_dead_letters(
@@ -186,7 +188,8 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::ListDeadLettersRequest>,
     ) -> Answer<pb::ListDeadLettersResponse> {
         let (ctx, r) = split(request);
-        let (letters, page) = self.0.list_dead_letters(&ctx, conv::page(r.page.as_ref())?).await?;
+        let (letters, page) =
+            self.0.jobs.list_dead_letters(&ctx, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListDeadLettersResponse {
             dead_letters: letters.into_iter().map(dead_letter).collect(),
             page: Some(page),
@@ -198,7 +201,7 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::GetDeadLetterRequest>,
     ) -> Answer<pb::DeadLetter> {
         let (ctx, r) = split(request);
-        ok(dead_letter(self.0.get_dead_letter(&ctx, r.sequence).await?))
+        ok(dead_letter(self.0.jobs.get_dead_letter(&ctx, r.sequence).await?))
     }
 
     async fn replay_dead_letter(
@@ -207,7 +210,7 @@ impl DeployerService for DeployerGrpc {
     ) -> Answer<pb::ReplayDeadLetterResponse> {
         let (ctx, r) = split(request);
         ok(pb::ReplayDeadLetterResponse {
-            job_id: self.0.replay_dead_letter(&ctx, r.sequence).await?,
+            job_id: self.0.jobs.replay_dead_letter(&ctx, r.sequence).await?,
         })
     }
 
@@ -216,13 +219,13 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::DiscardDeadLetterRequest>,
     ) -> Answer<pb::DiscardDeadLetterResponse> {
         let (ctx, r) = split(request);
-        self.0.discard_dead_letter(&ctx, r.sequence).await?;
+        self.0.jobs.discard_dead_letter(&ctx, r.sequence).await?;
         ok(pb::DiscardDeadLetterResponse {})
     }
 
     async fn get_settings(&self, request: Request<pb::GetSettingsRequest>) -> Answer<pb::Settings> {
         let (ctx, _) = split(request);
-        ok(config_settings::to_proto(&self.0.get_settings(&ctx).await?))
+        ok(config_settings::to_proto(&self.0.app.get_settings(&ctx).await?))
     }
 
     async fn update_settings(
@@ -230,6 +233,6 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::UpdateSettingsRequest>,
     ) -> Answer<pb::Settings> {
         let (ctx, r) = split(request);
-        ok(config_settings::to_proto(&self.0.update_settings(&ctx, r).await?))
+        ok(config_settings::to_proto(&self.0.app.update_settings(&ctx, r).await?))
     }
 }

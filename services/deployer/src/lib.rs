@@ -1,14 +1,21 @@
 //! `deployer`: groups, environments and the canary deploy pipeline as durable JetStream work.
 //! See `docs/architecture.md` ("Deployer") for the job state machine and the durability model.
 //!
-//! - [`Deployer`] is the domain; `grpc` serves it as `DeployerService`.
-//! - `jobs`: the work queue, the lease, the pipeline, drain and resume, the sweeper, the DLQ.
-//! - `git` + `snapshot`: repo sync into the group's bucket prefix.
-//! - `groups`, `environments`, `deletion`, `config_settings`: the rest of the API.
+//! - [`Deployer`] is three parts, each with one job, over one [`core::Core`] (collections,
+//!   ports, bus, blob store, repo mirrors, settings); `grpc` serves them as `DeployerService`:
+//!   - [`Registry`]: groups and environments and their deletion (`groups`, `environments`,
+//!     `deletion`);
+//!   - [`Jobs`]: the deploy jobs — the work queue, the lease, the pipeline, drain and resume,
+//!     the sweeper, the DLQ (`jobs`, with `git` + `snapshot` for repo sync);
+//!   - [`AppSettings`]: the GitHub App of the Config page and the repo credentials it gives
+//!     (`config_settings`, `github_app`, `credentials`).
+//! - `ports`: auth, the zone-manager, the worker nodes and the smoke test, injected
+//!   ([`Ports`]) so the pipeline runs against the fakes of `ramen-clients` in tests.
 
 mod caller;
 mod config_settings;
 mod conversions;
+mod core;
 mod credentials;
 mod deletion;
 mod environments;
@@ -29,8 +36,6 @@ mod validate;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use ramen_blob::BlobStore;
-use ramen_bus::Bus;
 use ramen_crypto::seal::Sealer;
 use ramen_lifecycle::TaskCenter;
 use ramen_proto::deployer::v1::deployer_service_server::DeployerServiceServer;
@@ -42,6 +47,7 @@ pub use error::{Error, Result};
 pub use ports::{HttpSmoke, Ports, Smoke};
 pub use settings::DeployerSettings;
 
+use crate::core::Core;
 use crate::git::RepoCache;
 use crate::ports::{Auth, Events, Nodes, Zones};
 use crate::store::Db;
@@ -62,42 +68,54 @@ pub enum StartError {
     Client(#[from] ramen_clients::UpstreamError),
 }
 
-/// The deployer domain: its collections, the services it drives and its work queue.
+/// The deployer: its three parts.
 pub struct Deployer {
-    pub(crate) db: Db,
-    pub(crate) auth: Auth,
-    pub(crate) zones: Zones,
-    pub(crate) nodes: Nodes,
-    pub(crate) smoke: Arc<dyn Smoke>,
-    pub(crate) events: Events,
-    pub(crate) bus: Bus,
-    pub(crate) blob: Arc<dyn BlobStore>,
-    pub(crate) repos: RepoCache,
-    pub(crate) sealer: Option<Sealer>,
-    pub(crate) settings: DeployerSettings,
-    pub(crate) nats: ramen_config::NatsConfig,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) jobs: Arc<Jobs>,
+    pub(crate) app: Arc<AppSettings>,
+}
+
+/// Groups and environments, and the saga that deletes a group.
+pub struct Registry {
+    pub(crate) core: Arc<Core>,
+    /// A group's deletion cancels its live jobs.
+    pub(crate) jobs: Arc<Jobs>,
+    pub(crate) tasks: TaskCenter,
+    /// Group deletion sagas this process runs now.
+    pub(crate) sagas: parking_lot::Mutex<HashSet<String>>,
+    pub(crate) crashed: CancellationToken,
+}
+
+/// The deploy jobs: submitting, claiming, running the pipeline, cancelling, the DLQ.
+pub struct Jobs {
+    pub(crate) core: Arc<Core>,
+    /// Where a job's clone credentials come from.
+    pub(crate) app: Arc<AppSettings>,
     /// This process's holder id in job leases.
     pub(crate) instance: String,
     /// Cancelled by [`Deployer::crash`]: every task of this deployer stops on the spot.
     pub(crate) crashed: CancellationToken,
-    pub(crate) tasks: TaskCenter,
-    /// Group deletion sagas this process runs now.
-    pub(crate) sagas: parking_lot::Mutex<HashSet<String>>,
     /// The job lease bucket, opened on first use.
     pub(crate) leases: tokio::sync::OnceCell<ramen_bus::Kv>,
     pub(crate) metrics: metrics::DeployMetrics,
 }
 
+/// The GitHub App settings of the Config page (sealed private key) and repo credentials.
+pub struct AppSettings {
+    pub(crate) core: Arc<Core>,
+    pub(crate) sealer: Option<Sealer>,
+}
+
 impl Deployer {
     pub fn instance(&self) -> &str {
-        &self.instance
+        &self.jobs.instance
     }
 
     /// Stops every background task of this deployer at once, without settling, checkpointing
     /// or releasing anything: what a killed process leaves behind. Tests use it to prove that
     /// another deployer resumes the work.
     pub fn crash(&self) {
-        self.crashed.cancel();
+        self.jobs.crashed.cancel();
     }
 }
 
@@ -128,8 +146,7 @@ pub async fn start_with(
     let repos =
         RepoCache::new(settings.cache_dir.clone(), settings.local_mode, settings.git_timeout)
             .map_err(Error::from)?;
-    let sealer = Sealer::from_config(&config.auth).ok();
-    let deployer = Arc::new(Deployer {
+    let core = Arc::new(Core {
         db,
         auth: Auth(ports.auth),
         zones: Zones(ports.zones),
@@ -139,20 +156,45 @@ pub async fn start_with(
         bus: platform.bus.clone(),
         blob: platform.blob.clone(),
         repos,
-        sealer,
         settings,
         nats: config.nats.clone(),
+    });
+    let app = Arc::new(AppSettings {
+        core: core.clone(),
+        sealer: Sealer::from_config(&config.auth).ok(),
+    });
+    let crashed = CancellationToken::new();
+    let jobs = Arc::new(Jobs {
+        core: core.clone(),
+        app: app.clone(),
         instance: format!("deployer-{}", uuid::Uuid::now_v7()),
-        crashed: CancellationToken::new(),
-        tasks: platform.tasks.clone(),
-        sagas: Default::default(),
+        crashed: crashed.clone(),
         leases: Default::default(),
         metrics: Default::default(),
     });
-    deployer.metrics.register(&platform.metrics);
+    let registry = Arc::new(Registry {
+        core,
+        jobs: jobs.clone(),
+        tasks: platform.tasks.clone(),
+        sagas: Default::default(),
+        crashed,
+    });
+    let deployer = Arc::new(Deployer { registry, jobs, app });
+    deployer.jobs.metrics.register(&platform.metrics);
     jobs::start_background(&deployer, &platform).await?;
+    deployer.registry.resume_deletions().await?;
     let service = DeployerServiceServer::new(grpc::DeployerGrpc(deployer.clone()));
     let routes = tonic::service::Routes::new(service);
     let (addr, handle) = platform.serve_grpc(config.listen.deployer, routes).await?;
     Ok(Started { running: Running::new("deployer", addr, handle), deployer })
+}
+
+impl Deployer {
+    /// One pass of the sweeper: the jobs' orphans, dead letters and unpublished work, then the
+    /// registry's unfinished deletions.
+    pub(crate) async fn sweep(&self, kv: &ramen_bus::Kv) -> Result<()> {
+        self.jobs.sweep(kv).await?;
+        self.registry.finish_environment_deletions().await?;
+        self.registry.resume_deletions().await
+    }
 }

@@ -22,7 +22,7 @@ use super::jobs::job_of;
 use super::{Route, route};
 use crate::access::Access;
 use crate::caller::Authed;
-use crate::clients::CallCtx;
+use crate::clients::Caller;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::state::Gateway;
 
@@ -50,7 +50,7 @@ struct Relay {
     upstream: Streaming<pb::WatchJobResponse>,
     job: pb::DeployJob,
     gateway: Gateway,
-    call: CallCtx,
+    call: Caller,
     done: bool,
 }
 

@@ -19,7 +19,7 @@ use super::views::{Page, PageQuery, next_token};
 use super::{Route, route};
 use crate::access::Access;
 use crate::caller::Authed;
-use crate::clients::CallCtx;
+use crate::clients::Caller;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{OptionalBody, Params};
 use crate::state::Gateway;
@@ -79,7 +79,7 @@ fn parse_states(states: &str) -> ApiResult<Vec<i32>> {
 /// The job `job_id` if it belongs to `group`; 404 otherwise.
 pub(super) async fn job_of(
     gateway: &Gateway,
-    call: &CallCtx,
+    call: &Caller,
     group: &str,
     job_id: &str,
 ) -> ApiResult<pb::DeployJob> {

@@ -9,12 +9,12 @@ use ramen_store::Query;
 
 use super::claim::{cancel_message, close};
 use super::model::{JobRecord, JobState};
-use crate::Deployer;
+use crate::Jobs;
 use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::now_ms;
 
-impl Deployer {
+impl Jobs {
     pub async fn cancel_job(&self, ctx: &Caller, job_id: &str, reason: &str) -> Result<JobRecord> {
         let job = self.job(job_id).await?;
         require(ctx, &job.group, Action::Deploy)?;
@@ -34,6 +34,7 @@ impl Deployer {
         };
         let reason = reason.trim().to_owned();
         let (written, closed) = self
+            .core
             .db
             .jobs
             .modify(job_id, |j| {
@@ -62,22 +63,23 @@ impl Deployer {
             environment: job.environment.clone(),
             reason,
         };
-        self.events.publish(&event).await;
-        self.audit(
-            ctx,
-            "deploy.cancel",
-            &job.group,
-            &format!("job/{job_id}"),
-            [("environment", job.environment.clone())],
-        )
-        .await;
+        self.core.events.publish(&event).await;
+        self.core
+            .audit(
+                ctx,
+                "deploy.cancel",
+                &job.group,
+                &format!("job/{job_id}"),
+                [("environment", job.environment.clone())],
+            )
+            .await;
         Ok(job)
     }
 
     /// Cancels every live job of a group (group deletion).
     pub(crate) async fn cancel_group_jobs(&self, ctx: &Caller, group: &str) -> Result<()> {
         let live =
-            self.db.jobs.find(&Query::new().eq("group", group).exists("active", true)).await?;
+            self.core.db.jobs.find(&Query::new().eq("group", group).exists("active", true)).await?;
         for job in live {
             match self.cancel_job(ctx, &job.id, "group deleted").await {
                 Ok(_) | Err(Error::FailedPrecondition(_)) => {}
@@ -91,7 +93,7 @@ impl Deployer {
         if job_id.is_empty() || job_id.len() > 64 {
             return Err(Error::invalid("job_id", "is not a job id"));
         }
-        let found = self.db.jobs.get(job_id).await?;
+        let found = self.core.db.jobs.get(job_id).await?;
         found.map(|j| j.value).ok_or_else(|| Error::NotFound(format!("job {job_id}")))
     }
 

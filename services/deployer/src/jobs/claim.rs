@@ -5,7 +5,7 @@
 use ramen_proto::events::v1::{DeployFinished, ZoneOutcome};
 
 use super::model::{JobRecord, JobState};
-use crate::Deployer;
+use crate::Jobs;
 use crate::conversions;
 use crate::error::{Error, Result};
 use crate::model::{LastDeploy, Status, environment_id, now_ms};
@@ -20,7 +20,7 @@ pub(crate) enum Claim {
     Cancelled,
 }
 
-impl Deployer {
+impl Jobs {
     /// Claims the job for this deployer (the caller holds its lease).
     pub(crate) async fn claim_job(
         &self,
@@ -30,6 +30,7 @@ impl Deployer {
     ) -> Result<Claim> {
         let instance = self.instance.clone();
         let outcome = self
+            .core
             .db
             .jobs
             .modify(job_id, |job| {
@@ -78,7 +79,7 @@ impl Deployer {
         job_id: &str,
         sequence: u64,
     ) -> Result<Option<&'static str>> {
-        let Some(job) = self.db.jobs.get(job_id).await? else {
+        let Some(job) = self.core.db.jobs.get(job_id).await? else {
             return Ok(Some("no such job (deleted)"));
         };
         let job = job.value;
@@ -100,6 +101,7 @@ impl Deployer {
     ) -> Result<(JobRecord, R)> {
         let instance = &self.instance;
         let (written, out) = self
+            .core
             .db
             .jobs
             .modify(job_id, |job| {
@@ -165,6 +167,7 @@ impl Deployer {
         };
         let id = environment_id(&job.group, &job.environment);
         let updated = self
+            .core
             .db
             .environments
             .modify(&id, |e| {
@@ -203,7 +206,7 @@ impl Deployer {
                 })
                 .collect(),
         };
-        self.events.publish(&event).await;
+        self.core.events.publish(&event).await;
     }
 }
 

@@ -8,7 +8,7 @@ use ramen_store::StoreError;
 
 use super::claim::{cancel_message, close};
 use super::model::{JobRecord, JobState};
-use crate::Deployer;
+use crate::Jobs;
 use crate::caller::{Caller, require};
 use crate::conversions::Page;
 use crate::error::{Error, Result};
@@ -29,9 +29,9 @@ pub struct DeadLetterView {
     pub last_error: String,
 }
 
-impl Deployer {
+impl Jobs {
     fn dlq(&self) -> Dlq {
-        self.bus.dlq(&self.nats.dlq_stream)
+        self.core.bus.dlq(&self.core.nats.dlq_stream)
     }
 
     pub async fn list_dead_letters(
@@ -70,6 +70,7 @@ impl Deployer {
             )));
         }
         let requeued = self
+            .core
             .db
             .jobs
             .modify(&job.id, |j| {
@@ -89,6 +90,7 @@ impl Deployer {
                 if index == ACTIVE_JOB_INDEX =>
             {
                 let live = self
+                    .core
                     .live_job(&job.group, &job.environment)
                     .await?
                     .map(|j| j.id)
@@ -102,14 +104,15 @@ impl Deployer {
         }
         let ack = self.dlq().replay(sequence).await?;
         self.record_work_seq(&job.id, ack.sequence).await;
-        self.audit(
-            ctx,
-            "deploy.dead_letter.replay",
-            &job.group,
-            &format!("job/{}", job.id),
-            [("sequence", sequence.to_string())],
-        )
-        .await;
+        self.core
+            .audit(
+                ctx,
+                "deploy.dead_letter.replay",
+                &job.group,
+                &format!("job/{}", job.id),
+                [("sequence", sequence.to_string())],
+            )
+            .await;
         Ok(job.id)
     }
 
@@ -124,14 +127,15 @@ impl Deployer {
             )
             .await?;
         }
-        self.audit(
-            ctx,
-            "deploy.dead_letter.discard",
-            &view.group,
-            &format!("job/{}", view.job_id),
-            [("sequence", sequence.to_string())],
-        )
-        .await;
+        self.core
+            .audit(
+                ctx,
+                "deploy.dead_letter.discard",
+                &view.group,
+                &format!("job/{}", view.job_id),
+                [("sequence", sequence.to_string())],
+            )
+            .await;
         Ok(())
     }
 
@@ -142,6 +146,7 @@ impl Deployer {
         reason: &str,
     ) -> Result<Option<JobRecord>> {
         let marked = self
+            .core
             .db
             .jobs
             .modify(job_id, |j| {
@@ -179,7 +184,7 @@ impl Deployer {
 
     async fn view(&self, message: ParkedMessage) -> Result<DeadLetterView> {
         let work: DeployWork = serde_json::from_slice(&message.payload).unwrap_or_default();
-        let last_error = match self.db.jobs.get(&work.job_id).await {
+        let last_error = match self.core.db.jobs.get(&work.job_id).await {
             Ok(Some(job)) => job.value.error,
             _ => String::new(),
         };

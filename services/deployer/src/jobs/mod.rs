@@ -34,7 +34,7 @@ pub use crate::ports::smoke::{smoke_key, tools_list};
 pub use dlq::DeadLetterView;
 pub use watch::WatchStream;
 
-use crate::{Deployer, StartError};
+use crate::{Deployer, Jobs, StartError};
 
 /// The durable consumer every deployer replica shares.
 pub const WORK_DURABLE: &str = "deployer-jobs";
@@ -49,14 +49,14 @@ pub(crate) fn lease_key(job_id: &str) -> String {
 }
 
 /// The lease bucket (TTL = the lease TTL), opened once per deployer.
-pub(crate) async fn lease_bucket(deployer: &Deployer) -> Result<Kv, ramen_bus::BusError> {
+pub(crate) async fn lease_bucket(deployer: &Jobs) -> Result<Kv, ramen_bus::BusError> {
     let open = || async {
         let spec = KvSpec {
-            bucket: deployer.nats.kv_bucket.clone(),
-            ttl: Some(deployer.settings.lease_ttl),
+            bucket: deployer.core.nats.kv_bucket.clone(),
+            ttl: Some(deployer.core.settings.lease_ttl),
             ..KvSpec::default()
         };
-        deployer.bus.kv(&spec).await
+        deployer.core.bus.kv(&spec).await
     };
     deployer.leases.get_or_try_init(open).await.cloned()
 }
@@ -67,8 +67,9 @@ pub(crate) async fn start_background(
     deployer: &Arc<Deployer>,
     platform: &Platform,
 ) -> Result<(), StartError> {
-    let nats = &deployer.nats;
-    let bus = &deployer.bus;
+    let jobs = &deployer.jobs;
+    let nats = &jobs.core.nats;
+    let bus = &jobs.core.bus;
     bus.ensure_work_stream(&WorkStreamSpec {
         name: nats.stream.clone(),
         subjects: vec![DeployWork::SUBJECT.to_owned()],
@@ -80,26 +81,25 @@ pub(crate) async fn start_background(
         replicas: 1,
     })
     .await?;
-    let kv = lease_bucket(deployer).await?;
+    let kv = lease_bucket(jobs).await?;
     let spec = ConsumerSpec {
         stream: nats.stream.clone(),
         durable: WORK_DURABLE.to_owned(),
         filter_subject: String::new(),
-        ack_wait: deployer.settings.ack_wait,
-        max_deliver: deployer.settings.max_deliver,
-        max_ack_pending: deployer.settings.max_ack_pending,
+        ack_wait: jobs.core.settings.ack_wait,
+        max_deliver: jobs.core.settings.max_deliver,
+        max_ack_pending: jobs.core.settings.max_ack_pending,
     };
     let consumer = bus.work_consumer(spec, &work_subject()).await?;
     let mover = bus.dead_letter_mover(&nats.stream).await?;
-    let crashed = deployer.crashed.clone();
+    let crashed = jobs.crashed.clone();
     platform.tasks.spawn(mover.name(), move |stop| async move {
         tokio::select! {
             () = mover.run(stop) => {}
             () = crashed.cancelled() => {}
         }
     });
-    worker::spawn(deployer, platform, consumer, kv.clone());
+    worker::spawn(jobs, platform, consumer, kv.clone());
     sweeper::spawn(deployer, platform, kv);
-    deployer.resume_deletions().await?;
     Ok(())
 }

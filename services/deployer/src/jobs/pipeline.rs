@@ -30,7 +30,7 @@ pub(crate) async fn run(run: JobRun) -> Result<(JobState, String)> {
             let pipeline = pipeline.clone();
             async move { pipeline.zone(&zone).await }
         })
-        .buffer_unordered(run.deployer.settings.zone_parallelism.max(1))
+        .buffer_unordered(run.deployer.core.settings.zone_parallelism.max(1))
         .collect()
         .await;
     // A zone that has to retry (or a lost lease) stops the job; zones that finished stay done.
@@ -46,8 +46,8 @@ async fn prepare(run: &JobRun) -> Result<Result<Pipeline, String>> {
     let deployer = &run.deployer;
     let job = run.current().await?;
     let found = async {
-        let group = deployer.group(&job.group).await?.value;
-        let env = deployer.environment(&job.group, &job.environment).await?;
+        let group = deployer.core.group(&job.group).await?.value;
+        let env = deployer.core.environment(&job.group, &job.environment).await?;
         Ok::<_, Error>((group, env))
     };
     let (group, env) = match found.await {
@@ -55,13 +55,14 @@ async fn prepare(run: &JobRun) -> Result<Result<Pipeline, String>> {
         Err(Error::NotFound(what)) => return Ok(Err(format!("{what} (deleted)"))),
         Err(err) => return Err(err),
     };
-    let creds = match deployer.repo_credentials(&group, &env.name).await {
+    let creds = match deployer.app.repo_credentials(&group, &env.name).await {
         Ok(creds) => creds,
         Err(err) if err.is_retryable() => return Err(err),
         Err(err) => return Ok(Err(err.to_string())),
     };
     let commit = if job.commit.is_empty() {
         let resolved = deployer
+            .core
             .repos
             .fetch_and_resolve(&group.name, &group.repo_url, &job.git_ref, creds.as_ref())
             .await;
@@ -85,7 +86,7 @@ async fn prepare(run: &JobRun) -> Result<Result<Pipeline, String>> {
         creds,
         snapshot: Default::default(),
         upload_reported: AtomicBool::new(false),
-        smoke_key: super::smoke_key(&deployer.settings.smoke_secret, &job.id),
+        smoke_key: super::smoke_key(&deployer.core.settings.smoke_secret, &job.id),
     }))
 }
 

@@ -7,13 +7,13 @@ use ramen_store::{Filter, Query};
 
 use super::model::{JobRecord, JobState};
 use super::watch::{WatchStream, watch};
-use crate::Deployer;
+use crate::Jobs;
 use crate::caller::{Caller, require};
 use crate::conversions::Page;
 use crate::error::Result;
 use crate::validate;
 
-impl Deployer {
+impl Jobs {
     pub async fn get_job(&self, ctx: &Caller, job_id: &str) -> Result<JobRecord> {
         let job = self.job(job_id).await?;
         require(ctx, &job.group, Action::ReadGroup)?;
@@ -40,9 +40,9 @@ impl Deployer {
                 states.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
             filter = filter.is_in("state", names);
         }
-        let total = self.db.jobs.count(&filter).await?;
+        let total = self.core.db.jobs.count(&filter).await?;
         let query = page.query(Query::new().filter(filter).sort_desc("created_at_ms"));
-        let found = self.db.jobs.find(&query).await?;
+        let found = self.core.db.jobs.find(&query).await?;
         Ok(page.finish(found.into_iter().map(|j| j.value).collect(), total))
     }
 

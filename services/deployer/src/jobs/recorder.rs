@@ -8,7 +8,7 @@ use ramen_proto::common::v1::PackageReport;
 use ramen_proto::events::v1::{self as ev, DeployLog, DeployStepChanged};
 
 use super::model::{JobRecord, LogLine, MAX_LOG_LINES, Step, Stuck};
-use crate::Deployer;
+use crate::Jobs;
 use crate::conversions;
 use crate::error::{Error, Result};
 use crate::model::{Status, now_ms};
@@ -24,14 +24,14 @@ pub(crate) struct StepEnd {
 /// One claimed run of a job.
 #[derive(Clone)]
 pub(crate) struct JobRun {
-    pub deployer: Arc<Deployer>,
+    pub deployer: Arc<Jobs>,
     pub job_id: String,
     pub claim: u64,
 }
 
 impl JobRun {
     pub async fn current(&self) -> Result<JobRecord> {
-        let found = self.deployer.db.jobs.get(&self.job_id).await?;
+        let found = self.deployer.core.db.jobs.get(&self.job_id).await?;
         found.map(|j| j.value).ok_or_else(|| Error::LeaseLost(self.job_id.clone()))
     }
 
@@ -123,7 +123,7 @@ impl JobRun {
                 .map(|l| ev::LogLine { at_unix_ms: l.at_ms, text: l.text.clone() })
                 .collect(),
         };
-        self.deployer.events.publish(&event).await;
+        self.deployer.core.events.publish(&event).await;
         Ok(())
     }
 
@@ -169,6 +169,6 @@ impl JobRun {
                 .map(|s| ev::StuckWorker { worker: s.worker.clone(), reason: s.reason.clone() })
                 .collect(),
         };
-        self.deployer.events.publish(&event).await;
+        self.deployer.core.events.publish(&event).await;
     }
 }

@@ -67,7 +67,7 @@ impl Pipeline {
         self.snapshot
             .get_or_try_init(|| async {
                 let deployer = &self.run.deployer;
-                let scratch = deployer.settings.cache_dir.join("scratch");
+                let scratch = deployer.core.settings.cache_dir.join("scratch");
                 std::fs::create_dir_all(&scratch)
                     .map_err(|e| Error::Internal(format!("scratch directory: {e}")))?;
                 let source = Source {
@@ -76,8 +76,13 @@ impl Pipeline {
                     creds: self.creds.as_ref(),
                     scratch: &scratch,
                 };
-                let Synced { snapshot, uploaded, bytes } =
-                    snapshot::ensure(&deployer.blob, &deployer.repos, source, &self.commit).await?;
+                let Synced { snapshot, uploaded, bytes } = snapshot::ensure(
+                    &deployer.core.blob,
+                    &deployer.core.repos,
+                    source,
+                    &self.commit,
+                )
+                .await?;
                 Ok((snapshot, uploaded, bytes))
             })
             .await
@@ -119,7 +124,7 @@ impl Pipeline {
     async fn write_config(&self, zone: &str) -> Result<StepEnd, StepError> {
         let deployer = &self.run.deployer;
         let group = &self.group.name;
-        match deployer.zones.ensure_placement(group, zone).await {
+        match deployer.core.zones.ensure_placement(group, zone).await {
             Ok(_) => {}
             Err(Error::NotFound(what)) => {
                 return Err(failed(format!("zone `{zone}` cannot be used: {what}")));
@@ -127,7 +132,7 @@ impl Pipeline {
             Err(err) => return Err(err.into()),
         }
         // The clone token is the control plane's: workers never clone, so they never get it.
-        let mut secrets = deployer.auth.resolve_secrets(group, &self.env.name, zone).await?;
+        let mut secrets = deployer.core.auth.resolve_secrets(group, &self.env.name, zone).await?;
         secrets.retain(|s| s.name != crate::credentials::TOKEN_SECRET);
         let (snapshot, _, _) = self.snapshot().await?;
         let outcome = format!(
@@ -147,7 +152,7 @@ impl Pipeline {
             snapshot: Some(snapshot.clone()),
             deploy_keys: vec![self.smoke_key_hash()],
         };
-        let written = deployer.zones.write_config(group, zone, config).await?;
+        let written = deployer.core.zones.write_config(group, zone, config).await?;
         let keys = written.placement.as_ref().map_or(0, |p| p.key_count);
         Ok(StepEnd {
             outcome: format!("{keys} keys, {outcome}; policy v{}", written.policy_version),
@@ -161,7 +166,7 @@ impl Pipeline {
             _ => (Step::Stable, "worker"),
         };
         let deployer = &self.run.deployer;
-        let timeout = deployer.settings.rollout_timeout;
+        let timeout = deployer.core.settings.rollout_timeout;
         self.run
             .log(
                 zone,
@@ -169,20 +174,21 @@ impl Pipeline {
                 format!("restarting {name} in place (waiting up to {timeout:?} for ready)"),
             )
             .await?;
-        let rollout = deployer.zones.restart(&self.group.name, zone, track, timeout).await?;
+        let rollout = deployer.core.zones.restart(&self.group.name, zone, track, timeout).await?;
         rollout_end(name, &rollout)
     }
 
     async fn scale_canary_down(&self, zone: &str) -> Result<StepEnd, StepError> {
         let deployer = &self.run.deployer;
         let rollout = deployer
+            .core
             .zones
             .scale(
                 &self.group.name,
                 zone,
                 Track::WorkerCanary,
                 0,
-                deployer.settings.rollout_timeout,
+                deployer.core.settings.rollout_timeout,
             )
             .await?;
         Ok(StepEnd {
@@ -197,7 +203,7 @@ impl Pipeline {
     async fn reload_smoke(&self, zone: &str) -> Result<StepEnd, StepError> {
         let deployer = &self.run.deployer;
         let group = &self.group.name;
-        let workers = deployer.zones.workers(group, zone, Track::WorkerCanary).await?;
+        let workers = deployer.core.zones.workers(group, zone, Track::WorkerCanary).await?;
         let ready: Vec<&zpb::Worker> = workers
             .iter()
             .filter(|w| w.state == ramen_proto::common::v1::WorkerState::Ready as i32)
@@ -207,7 +213,7 @@ impl Pipeline {
         }
         let mut report = None;
         for worker in &ready {
-            let status = deployer.nodes.status(&worker.admin_address).await?;
+            let status = deployer.core.nodes.status(&worker.admin_address).await?;
             self.run.log_lines(zone, Step::ReloadSmoke, status.load_log.clone()).await?;
             check_load(&worker.id, &self.commit, &status)?;
             report.get_or_insert(status);
@@ -216,8 +222,9 @@ impl Pipeline {
         self.run.set_packages(zone, status.packages.clone()).await?;
         let worker = ready[0];
         let tools = deployer
+            .core
             .smoke
-            .tools_list(&worker.mcp_address, &self.smoke_key, deployer.settings.smoke_timeout)
+            .tools_list(&worker.mcp_address, &self.smoke_key, deployer.core.settings.smoke_timeout)
             .await
             .map_err(|e| failed(format!("smoke test on {}: {e}", worker.id)))?;
         self.run
@@ -240,17 +247,18 @@ impl Pipeline {
             self.run.current().await?.zone(zone).map(|z| z.packages.clone()).unwrap_or_default();
         let deployer = &self.run.deployer;
         deployer
+            .core
             .zones
             .store_packages(&self.group.name, zone, &self.env.name, &self.commit, packages)
             .await?;
-        deployer.zones.clear_deploy_keys(&self.group.name, zone).await?;
+        deployer.core.zones.clear_deploy_keys(&self.group.name, zone).await?;
         Ok(())
     }
 
     /// Best effort on a failed or cancelled zone: the key is also bounded by its expiry.
     pub async fn drop_smoke_key(&self, zone: &str) {
         let deployer = &self.run.deployer;
-        if let Err(err) = deployer.zones.clear_deploy_keys(&self.group.name, zone).await {
+        if let Err(err) = deployer.core.zones.clear_deploy_keys(&self.group.name, zone).await {
             tracing::debug!(%zone, error = %err, "smoke key not dropped");
         }
     }

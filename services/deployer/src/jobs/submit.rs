@@ -13,9 +13,9 @@ use crate::error::{Error, Result};
 use crate::git::refs::check_ref;
 use crate::model::{environment_id, now_ms};
 use crate::store::{ACTIVE_JOB_INDEX, IDEMPOTENCY_INDEX};
-use crate::{Deployer, validate};
+use crate::{Jobs, validate};
 
-impl Deployer {
+impl Jobs {
     /// The job id, and whether the idempotency key matched an existing job.
     pub async fn start_deploy(
         &self,
@@ -48,16 +48,16 @@ impl Deployer {
             git_ref: job.git_ref.clone(),
             zones: job.zones.iter().map(|z| z.zone.clone()).collect(),
         };
-        self.events.publish(&event).await;
+        self.core.events.publish(&event).await;
         let target = format!("env/{}", job.environment);
         let details = [("job_id", job.id.clone()), ("git_ref", job.git_ref.clone())];
-        self.audit(ctx, "deploy.start", &job.group, &target, details).await;
+        self.core.audit(ctx, "deploy.start", &job.group, &target, details).await;
         Ok((job, false))
     }
 
     async fn job_by_key(&self, key: Option<&str>) -> Result<Option<JobRecord>> {
         let Some(key) = key else { return Ok(None) };
-        let found = self.db.jobs.find_one(Filter::new().eq("idempotency_key", key)).await?;
+        let found = self.core.db.jobs.find_one(Filter::new().eq("idempotency_key", key)).await?;
         Ok(found.map(|j| j.value))
     }
 
@@ -69,8 +69,8 @@ impl Deployer {
         r: &pb::StartDeployRequest,
         key: Option<String>,
     ) -> Result<JobRecord> {
-        let group = self.active_group(&r.group).await?;
-        let env = self.environment(&r.group, &r.environment).await?;
+        let group = self.core.active_group(&r.group).await?;
+        let env = self.core.environment(&r.group, &r.environment).await?;
         if env.deleting {
             let message = format!("environment `{}` is being deleted", env.name);
             return Err(Error::FailedPrecondition(message));
@@ -106,14 +106,14 @@ impl Deployer {
     /// Stores the job; `Some(existing)` when its idempotency key won a race. Refused while
     /// another deploy of the environment is live, naming it.
     async fn insert_job(&self, job: &JobRecord) -> Result<Option<JobRecord>> {
-        match self.db.jobs.insert(&job.id, job).await {
+        match self.core.db.jobs.insert(&job.id, job).await {
             Ok(_) => Ok(None),
             Err(StoreError::UniqueViolation { index, .. }) if index == IDEMPOTENCY_INDEX => {
                 let existing = self.job_by_key(job.idempotency_key.as_deref()).await?;
                 existing.map(Some).ok_or_else(|| Error::Internal("idempotent job vanished".into()))
             }
             Err(StoreError::UniqueViolation { index, .. }) if index == ACTIVE_JOB_INDEX => {
-                Err(match self.live_job(&job.group, &job.environment).await? {
+                Err(match self.core.live_job(&job.group, &job.environment).await? {
                     Some(live) => Error::FailedPrecondition(format!(
                         "deploy {} of environment `{}` is {:?} (ref {}); wait for it to finish or cancel it",
                         live.id, job.environment, live.state, live.git_ref
@@ -145,7 +145,7 @@ impl Deployer {
             git_ref: job.git_ref.clone(),
         };
         let options = ramen_bus::PublishOptions::with_msg_id(job.id.clone());
-        match self.bus.publish(&super::work_subject(), &work, options).await {
+        match self.core.bus.publish(&super::work_subject(), &work, options).await {
             Ok(ack) => self.record_work_seq(&job.id, ack.sequence).await,
             Err(err) => {
                 tracing::warn!(job = %job.id, error = %err, "work item not published yet; the sweeper retries")
@@ -156,6 +156,7 @@ impl Deployer {
     /// Remembers which work item is the job's current one (unless a claim already did).
     pub(crate) async fn record_work_seq(&self, job_id: &str, sequence: u64) {
         let result = self
+            .core
             .db
             .jobs
             .modify(job_id, |job| {
@@ -168,15 +169,5 @@ impl Deployer {
         if let Err(err) = result {
             tracing::warn!(job = %job_id, error = %err, "work sequence not recorded");
         }
-    }
-
-    /// The environment's queued or running deploy, if any.
-    pub(crate) async fn live_job(
-        &self,
-        group: &str,
-        environment: &str,
-    ) -> Result<Option<JobRecord>> {
-        let active = environment_id(group, environment);
-        Ok(self.db.jobs.find_one(Filter::new().eq("active", active)).await?.map(|j| j.value))
     }
 }

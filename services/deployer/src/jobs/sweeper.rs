@@ -15,9 +15,9 @@ use ramen_store::Query;
 
 use super::claim::{cancel_message, close};
 use super::model::JobState;
-use crate::Deployer;
 use crate::error::{Error, Result};
 use crate::model::now_ms;
+use crate::{Deployer, Jobs};
 
 pub(crate) fn spawn(deployer: &Arc<Deployer>, platform: &Platform, kv: Kv) {
     let deployer = deployer.clone();
@@ -25,8 +25,8 @@ pub(crate) fn spawn(deployer: &Arc<Deployer>, platform: &Platform, kv: Kv) {
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                () = deployer.crashed.cancelled() => return,
-                () = tokio::time::sleep(deployer.settings.sweep_interval) => {}
+                () = deployer.jobs.crashed.cancelled() => return,
+                () = tokio::time::sleep(deployer.jobs.core.settings.sweep_interval) => {}
             }
             if let Err(err) = deployer.sweep(&kv).await {
                 tracing::warn!(error = %err, "sweep failed");
@@ -35,18 +35,17 @@ pub(crate) fn spawn(deployer: &Arc<Deployer>, platform: &Platform, kv: Kv) {
     });
 }
 
-impl Deployer {
-    pub(crate) async fn sweep(self: &Arc<Self>, kv: &Kv) -> Result<()> {
+impl Jobs {
+    /// The jobs' part of a sweep (`Deployer::sweep` adds the registry's).
+    pub(crate) async fn sweep(&self, kv: &Kv) -> Result<()> {
         self.sweep_orphans(kv).await?;
         self.sweep_dead_letters().await?;
-        self.sweep_unpublished().await?;
-        self.finish_environment_deletions().await?;
-        self.resume_deletions().await
+        self.sweep_unpublished().await
     }
 
     async fn sweep_orphans(&self, kv: &Kv) -> Result<()> {
-        let running = self.db.jobs.find(&Query::new().eq("state", "running")).await?;
-        let stale_before = now_ms() - self.settings.lease_ttl.as_millis() as i64;
+        let running = self.core.db.jobs.find(&Query::new().eq("state", "running")).await?;
+        let stale_before = now_ms() - self.core.settings.lease_ttl.as_millis() as i64;
         for job in running.into_iter().map(|j| j.value) {
             if job.updated_at_ms > stale_before
                 || kv.get(&super::lease_key(&job.id)).await?.is_some()
@@ -55,7 +54,7 @@ impl Deployer {
             }
             let (holder, claim) = (job.holder.clone(), job.claim);
             let marked = self
-                .db
+                .core.db
                 .jobs
                 .modify(&job.id, |j| {
                     if j.state != JobState::Running || j.holder != holder || j.claim != claim {
@@ -84,10 +83,10 @@ impl Deployer {
 
     /// Parked by the advisory path (the process died on the last attempt): the job learns it.
     async fn sweep_dead_letters(&self) -> Result<()> {
-        let parked = self.bus.dlq(&self.nats.dlq_stream).list(1000).await?;
+        let parked = self.core.bus.dlq(&self.core.nats.dlq_stream).list(1000).await?;
         for message in parked {
             let Ok(work) = serde_json::from_slice::<DeployWork>(&message.payload) else { continue };
-            let Some(job) = self.db.jobs.get(&work.job_id).await? else { continue };
+            let Some(job) = self.core.db.jobs.get(&work.job_id).await? else { continue };
             let current =
                 job.value.work_seq == 0 || job.value.work_seq == message.original_sequence;
             if !job.value.state.is_terminal() && job.value.state != JobState::Queued && current {
@@ -103,7 +102,7 @@ impl Deployer {
 
     async fn sweep_unpublished(&self) -> Result<()> {
         let queued =
-            self.db.jobs.find(&Query::new().eq("state", "queued").eq("work_seq", 0)).await?;
+            self.core.db.jobs.find(&Query::new().eq("state", "queued").eq("work_seq", 0)).await?;
         let settled = now_ms() - 5_000;
         for job in queued.into_iter().map(|j| j.value) {
             if job.updated_at_ms < settled {

@@ -13,7 +13,7 @@ use ramen_proto::deployer::v1 as pb;
 use ramen_proto::deployer::v1::watch_job_response::Update;
 
 use super::model::{JobRecord, StepRecord};
-use crate::Deployer;
+use crate::Jobs;
 use crate::conversions;
 
 pub type WatchStream =
@@ -22,13 +22,13 @@ pub type WatchStream =
 const POLL: Duration = Duration::from_millis(250);
 
 struct Watch {
-    deployer: Arc<Deployer>,
+    deployer: Arc<Jobs>,
     last: JobRecord,
     pending: VecDeque<Update>,
     done: bool,
 }
 
-pub(crate) fn watch(deployer: Arc<Deployer>, job: JobRecord) -> WatchStream {
+pub(crate) fn watch(deployer: Arc<Jobs>, job: JobRecord) -> WatchStream {
     let mut pending = VecDeque::from([Update::Snapshot(conversions::job(&job, true))]);
     let done = job.state.is_terminal();
     if done {
@@ -44,7 +44,7 @@ pub(crate) fn watch(deployer: Arc<Deployer>, job: JobRecord) -> WatchStream {
                 return None;
             }
             tokio::time::sleep(POLL).await;
-            match w.deployer.db.jobs.get(&w.last.id).await {
+            match w.deployer.core.db.jobs.get(&w.last.id).await {
                 Ok(Some(current)) => {
                     diff(&w.last, &current.value, &mut w.pending);
                     w.done = current.value.state.is_terminal();

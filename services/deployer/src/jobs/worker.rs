@@ -20,11 +20,11 @@ use tracing::Instrument;
 use super::claim::Claim;
 use super::model::JobState;
 use super::recorder::JobRun;
-use crate::Deployer;
+use crate::Jobs;
 use crate::error::{Error, Result};
 
 pub(crate) fn spawn(
-    deployer: &Arc<Deployer>,
+    deployer: &Arc<Jobs>,
     platform: &Platform,
     consumer: WorkConsumer<DeployWork>,
     kv: Kv,
@@ -42,13 +42,13 @@ pub(crate) fn spawn(
 /// Pulls while below the per-process limit; on `stop` pulls no more and lets the running jobs
 /// drain (each applies the drain mode itself).
 async fn consume(
-    deployer: Arc<Deployer>,
+    deployer: Arc<Jobs>,
     mut consumer: WorkConsumer<DeployWork>,
     kv: Kv,
     stop: CancellationToken,
 ) {
     let mut running = JoinSet::new();
-    let limit = deployer.settings.jobs_per_process.max(1);
+    let limit = deployer.core.settings.jobs_per_process.max(1);
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
@@ -76,7 +76,7 @@ enum Stopped {
 }
 
 async fn handle(
-    deployer: Arc<Deployer>,
+    deployer: Arc<Jobs>,
     delivery: Delivery<DeployWork>,
     kv: Kv,
     stop: CancellationToken,
@@ -88,7 +88,7 @@ async fn handle(
 }
 
 async fn process(
-    deployer: &Arc<Deployer>,
+    deployer: &Arc<Jobs>,
     delivery: &Delivery<DeployWork>,
     kv: &Kv,
     stop: &CancellationToken,
@@ -104,11 +104,11 @@ async fn process(
         Ok(lease) => lease,
         Err(LeaseError::Held { holder, .. }) => {
             tracing::info!(job = %job_id, %holder, "job lease held elsewhere; redelivering later");
-            delivery.nak(Some(deployer.settings.lease_ttl)).await?;
+            delivery.nak(Some(deployer.core.settings.lease_ttl)).await?;
             return Ok(());
         }
         Err(err) => {
-            delivery.nak(Some(deployer.settings.retry_delay)).await?;
+            delivery.nak(Some(deployer.core.settings.retry_delay)).await?;
             return Err(Error::Internal(err.to_string()));
         }
     };
@@ -127,7 +127,7 @@ async fn process(
                 return Ok(());
             }
             Err(err) => {
-                delivery.nak(Some(deployer.settings.retry_delay)).await?;
+                delivery.nak(Some(deployer.core.settings.retry_delay)).await?;
                 release(lease).await;
                 return Err(err);
             }
@@ -154,7 +154,7 @@ async fn process(
 }
 
 async fn settle(
-    deployer: &Deployer,
+    deployer: &Jobs,
     delivery: &Delivery<DeployWork>,
     lease: Lease,
     claim: u64,
@@ -175,7 +175,7 @@ async fn settle(
             if job.state.is_terminal() {
                 delivery.ack().await?;
             } else {
-                delivery.nak(Some(deployer.settings.retry_delay)).await?;
+                delivery.nak(Some(deployer.core.settings.retry_delay)).await?;
             }
         }
         Stopped::Retry(err) if err.is_retryable() => {
@@ -208,9 +208,9 @@ async fn settle(
 }
 
 /// Refreshes the lease and the delivery's ack-wait; returns when the lease is lost.
-async fn heartbeat(deployer: &Deployer, lease: &mut Lease, delivery: &Delivery<DeployWork>) {
+async fn heartbeat(deployer: &Jobs, lease: &mut Lease, delivery: &Delivery<DeployWork>) {
     loop {
-        tokio::time::sleep(deployer.settings.heartbeat).await;
+        tokio::time::sleep(deployer.core.settings.heartbeat).await;
         match lease.refresh().await {
             Ok(()) => {}
             Err(LeaseError::Lost { .. }) => return,
@@ -227,12 +227,12 @@ async fn heartbeat(deployer: &Deployer, lease: &mut Lease, delivery: &Delivery<D
 }
 
 /// Completes when the process drains and the job must be handed back.
-async fn drained(deployer: &Deployer, stop: &CancellationToken) -> &'static str {
+async fn drained(deployer: &Jobs, stop: &CancellationToken) -> &'static str {
     stop.cancelled().await;
-    match deployer.settings.drain_mode {
+    match deployer.core.settings.drain_mode {
         DrainMode::Interrupt => "interrupted by a drain (interrupt mode)",
         DrainMode::Complete => {
-            tokio::time::sleep(deployer.settings.drain_cap).await;
+            tokio::time::sleep(deployer.core.settings.drain_cap).await;
             "drain timeout reached (complete mode): checkpointed and handed back"
         }
     }
