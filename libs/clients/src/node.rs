@@ -76,13 +76,26 @@ fn failed(admin: &str, status: tonic::Status) -> UpstreamError {
     error
 }
 
+/// `message` as a request of `caller`, bounded by `timeout`.
+fn bounded<T>(caller: &Caller, message: T, timeout: Duration) -> tonic::Request<T> {
+    let mut request = caller.request(message);
+    request.set_timeout(timeout);
+    request
+}
+
+/// The answer of one call to the node at `admin`.
+fn answer<T>(
+    admin: &str,
+    result: Result<tonic::Response<T>, tonic::Status>,
+) -> Result<T, UpstreamError> {
+    result.map(tonic::Response::into_inner).map_err(|s| failed(admin, s))
+}
+
 #[async_trait::async_trait]
 impl NodeClient for GrpcNode {
     async fn status(&self, caller: &Caller, admin: &str) -> Result<pb::NodeStatus, UpstreamError> {
-        let mut request = caller.request(pb::StatusRequest {});
-        request.set_timeout(crate::CALL_TIMEOUT);
-        let answer = self.client(admin)?.status(request).await;
-        answer.map(tonic::Response::into_inner).map_err(|s| failed(admin, s))
+        let request = bounded(caller, pb::StatusRequest {}, crate::CALL_TIMEOUT);
+        answer(admin, self.client(admin)?.status(request).await)
     }
 
     async fn reload(
@@ -92,10 +105,8 @@ impl NodeClient for GrpcNode {
         snapshot: Snapshot,
         timeout: Duration,
     ) -> Result<pb::ReloadResponse, UpstreamError> {
-        let mut request = caller.request(pb::ReloadRequest { snapshot: Some(snapshot) });
-        request.set_timeout(timeout);
-        let answer = self.client(admin)?.reload(request).await;
-        answer.map(tonic::Response::into_inner).map_err(|s| failed(admin, s))
+        let request = bounded(caller, pb::ReloadRequest { snapshot: Some(snapshot) }, timeout);
+        answer(admin, self.client(admin)?.reload(request).await)
     }
 
     async fn update_policy(
@@ -104,9 +115,8 @@ impl NodeClient for GrpcNode {
         admin: &str,
         policy: NodePolicy,
     ) -> Result<pb::UpdatePolicyResponse, UpstreamError> {
-        let mut request = caller.request(pb::UpdatePolicyRequest { policy: Some(policy) });
-        request.set_timeout(Duration::from_secs(5));
-        let answer = self.client(admin)?.update_policy(request).await;
-        answer.map(tonic::Response::into_inner).map_err(|s| failed(admin, s))
+        let message = pb::UpdatePolicyRequest { policy: Some(policy) };
+        let request = bounded(caller, message, Duration::from_secs(5));
+        answer(admin, self.client(admin)?.update_policy(request).await)
     }
 }

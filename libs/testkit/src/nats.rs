@@ -4,7 +4,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::ports::{PortLease, lease_port};
-use crate::process::{START_ATTEMPTS, ServerProcess, find_binary, http_status, port_taken};
+use crate::process::{ServerProcess, find_binary, http_status, retry_on_taken_port};
 
 /// `nats-server -js` with its JetStream store in a temp dir.
 pub struct Nats {
@@ -18,13 +18,7 @@ pub struct Nats {
 
 impl Nats {
     pub async fn start() -> anyhow::Result<Self> {
-        let mut attempt = 1;
-        loop {
-            match Self::start_once().await {
-                Err(err) if attempt < START_ATTEMPTS && port_taken(&err) => attempt += 1,
-                result => return result,
-            }
-        }
+        retry_on_taken_port(Self::start_once).await
     }
 
     async fn start_once() -> anyhow::Result<Self> {

@@ -24,12 +24,28 @@ pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
 
 /// How many times a server is started on fresh ports when the ones it got were taken by a
 /// program outside the tests (leases rule out collisions between tests).
-pub(crate) const START_ATTEMPTS: u32 = 5;
+const START_ATTEMPTS: u32 = 5;
 
 /// True when a start failed because the port was taken, so another port is worth a try.
-pub(crate) fn port_taken(error: &anyhow::Error) -> bool {
+fn port_taken(error: &anyhow::Error) -> bool {
     let text = format!("{error:#}").to_ascii_lowercase();
     text.contains("address already in use") || text.contains("address in use")
+}
+
+/// Starts a server with `start` (which leases fresh ports each time), again while the ports it
+/// got turn out to be taken by a program outside the tests.
+pub(crate) async fn retry_on_taken_port<T, F, Fut>(mut start: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match start().await {
+            Err(err) if attempt < START_ATTEMPTS && port_taken(&err) => attempt += 1,
+            result => return result,
+        }
+    }
 }
 
 /// A server child process with its command line kept, so it can be killed and started again

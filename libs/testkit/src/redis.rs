@@ -3,7 +3,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use crate::ports::{PortLease, lease_port};
-use crate::process::{START_ATTEMPTS, ServerProcess, find_binary, port_taken, tcp_open};
+use crate::process::{ServerProcess, find_binary, retry_on_taken_port, tcp_open};
 
 /// `redis-server` with persistence off, in a temp dir; or a Sentinel in front of one
 /// ([`start_sentinel`](Self::start_sentinel)), which is the same binary in another mode.
@@ -133,21 +133,5 @@ impl Redis {
 
     pub fn process(&self) -> &ServerProcess {
         &self.server
-    }
-}
-
-/// Starts again on a fresh port while the one leased turns out to be taken by a program
-/// outside the tests.
-async fn retry_on_taken_port<F, Fut>(mut start: F) -> anyhow::Result<Redis>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Redis>>,
-{
-    let mut attempt = 1;
-    loop {
-        match start().await {
-            Err(err) if attempt < START_ATTEMPTS && port_taken(&err) => attempt += 1,
-            result => return result,
-        }
     }
 }
