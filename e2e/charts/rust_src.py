@@ -64,7 +64,7 @@ class Cli:
             raise ParseError(f"{where}: no `Worker {{ ... }}` subcommand")
         self.worker_flags = [
             "--" + name.replace("_", "-")
-            for name in re.findall(r"#\[arg\(long\)\]\s*(\w+)\s*:", worker.group(1))
+            for name in re.findall(r"#\[arg\(long[^)]*\)\]\s*(\w+)\s*:", worker.group(1))
         ]
         if not self.subcommands or not self.services or not self.worker_flags:
             raise ParseError(
@@ -83,7 +83,8 @@ def struct_fields(text: str, name: str, where: str) -> dict[str, str]:
 
 def node_config_keys(root: pathlib.Path) -> dict[str, set[str]]:
     """The worker's TOML keys: {"": top level, "blob": ..., "blob.s3": ..., "snapshot": ...}."""
-    where = "services/runner/src/config.rs"
+    # The node's config is the contract between the control plane and the node.
+    where = "libs/node-contract/src/config.rs"
     text = _read(root, where)
     model = _read(root, "libs/config/src/model.rs")
     return {
@@ -93,9 +94,9 @@ def node_config_keys(root: pathlib.Path) -> dict[str, set[str]]:
         "snapshot": set(struct_fields(text, "SnapshotRef", where)),
         "policy": set(
             struct_fields(
-                _read(root, "services/runner/src/policy.rs"),
+                _read(root, "libs/node-contract/src/policy.rs"),
                 "PolicyConfig",
-                "services/runner/src/policy.rs",
+                "libs/node-contract/src/policy.rs",
             )
         ),
     }
