@@ -138,6 +138,10 @@ pub struct FakeZones {
     pub stuck: Mutex<HashMap<i32, String>>,
     pub reports: Mutex<Vec<zone::StorePackageReportRequest>>,
     pub teardowns: Mutex<Vec<(String, String)>>,
+    /// Every environment build asked, by zone; the first per snapshot digest "installs".
+    pub builds: Mutex<Vec<zone::BuildEnvironmentRequest>>,
+    /// When set, every build fails with this (naming a requirement, as pip would).
+    pub build_error: Mutex<Option<String>>,
     /// The commit each (group, zone, track) runs since its last restart or scale up.
     pub running: Mutex<HashMap<(String, String, i32), String>>,
 }
@@ -248,6 +252,33 @@ impl ZoneClient for FakeZones {
             })
             .collect();
         Ok(zone::ListPlacementsResponse { placements, page: None })
+    }
+
+    async fn build_environment(
+        &self,
+        _caller: &Caller,
+        request: zone::BuildEnvironmentRequest,
+    ) -> Result<zone::BuildEnvironmentResponse, UpstreamError> {
+        let digest = request.snapshot.as_ref().map(|s| s.digest.clone()).unwrap_or_default();
+        let mut builds = self.builds.lock();
+        let built = !builds.iter().any(|b| b.snapshot.as_ref().map(|s| &s.digest) == Some(&digest));
+        builds.push(request);
+        if let Some(error) = self.build_error.lock().clone() {
+            let log = vec![format!("ERROR: {error}")];
+            return Ok(zone::BuildEnvironmentResponse { log, error, ..Default::default() });
+        }
+        let environment = ramen_proto::common::v1::PythonEnvironment {
+            key: format!("key-of-{digest}"),
+            location: "groups/fake/environments/env.tar.gz".into(),
+            digest: format!("sha256:{}", "e".repeat(64)),
+        };
+        let log = vec![if built { "Successfully installed".into() } else { "found".into() }];
+        Ok(zone::BuildEnvironmentResponse {
+            environment: Some(environment),
+            built,
+            log,
+            error: String::new(),
+        })
     }
 
     async fn write_config(

@@ -18,6 +18,7 @@ client! {
     fn list_zone_summaries(pb::ListZoneSummariesRequest) -> pb::ListZoneSummariesResponse;
     fn ensure_placement(pb::EnsurePlacementRequest) -> pb::Placement;
     fn list_placements(pb::ListPlacementsRequest) -> pb::ListPlacementsResponse;
+    fn build_environment(pb::BuildEnvironmentRequest) -> pb::BuildEnvironmentResponse;
     fn write_config(pb::WriteConfigRequest) -> pb::WriteConfigResponse;
     fn update_live_policy(pb::UpdateLivePolicyRequest) -> pb::Placement;
     fn restart_track(pb::RestartTrackRequest) -> pb::TrackRolloutResponse;
@@ -51,6 +52,12 @@ fn rollout_budget(timeout: Option<&prost_types::Duration>) -> Duration {
 }
 
 impl CallBudget for pb::RestartTrackRequest {
+    fn budget(&self) -> Duration {
+        rollout_budget(self.timeout.as_ref())
+    }
+}
+
+impl CallBudget for pb::BuildEnvironmentRequest {
     fn budget(&self) -> Duration {
         rollout_budget(self.timeout.as_ref())
     }

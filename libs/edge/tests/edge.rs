@@ -39,7 +39,7 @@ async fn node(dir: &Path, zone: &str, ip_allow: &[&str]) -> Worker {
         python: python(),
         site_packages: vec![site_packages()],
         blob: BlobConfig { dir: Some(dir.join("blobs")), s3: None },
-        snapshot: Some(SnapshotRef { commit: "c1".into(), key, digest }),
+        snapshot: Some(SnapshotRef { commit: "c1".into(), key, digest, environment: None }),
         policy: PolicyConfig {
             require_key: true,
             key_hashes: vec![hash_key(KEY)],

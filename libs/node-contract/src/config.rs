@@ -117,6 +117,22 @@ pub struct SnapshotRef {
     pub key: String,
     /// Lowercase hex SHA-256 of the archive.
     pub digest: String,
+    /// The environment built for it once per deploy; the node unpacks it and never runs pip.
+    /// `None`: no requirements (or a config written before environments were built).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<EnvironmentRef>,
+}
+
+/// A built Python environment in the blob store (see [`crate::environment`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentRef {
+    /// What it was built from (requirements, Python, platform), hashed.
+    pub key: String,
+    /// Blob store key of the archive.
+    pub location: String,
+    /// Lowercase hex SHA-256 of the archive.
+    pub digest: String,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -10,12 +10,13 @@
 
 pub mod archive;
 mod config;
+pub mod environment;
 mod policy;
 mod ports;
 
 use sha2::{Digest, Sha256};
 
-pub use config::{BlobConfig, NodeConfig, NodeConfigError, SnapshotRef};
+pub use config::{BlobConfig, EnvironmentRef, NodeConfig, NodeConfigError, SnapshotRef};
 pub use policy::{PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;
 

@@ -96,5 +96,6 @@ fn snapshot(commit: &str, location: String, sidecar: &Sidecar) -> Snapshot {
         location,
         digest: format!("sha256:{}", sidecar.digest),
         requirements_hash: sidecar.requirements_hash.clone(),
+        environment: None,
     }
 }

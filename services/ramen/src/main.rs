@@ -30,10 +30,14 @@ enum Command {
         #[arg(value_enum)]
         service: Service,
     },
-    /// Run one worker node (a runner in front of a Python runtime).
+    /// Run one worker node (a runner in front of a Python runtime), or build a snapshot's
+    /// Python environment where workers run (`--build-env`, what a zone's provider runs once
+    /// per deploy).
     Worker {
+        #[arg(long, required_unless_present = "build_env", conflicts_with = "build_env")]
+        config: Option<PathBuf>,
         #[arg(long)]
-        config: PathBuf,
+        build_env: Option<PathBuf>,
     },
     /// Operator tasks run against the store directly (`ramen admin reseal`).
     Admin {
@@ -57,7 +61,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Up => up::main(),
-        Command::Worker { config } => ramen_runner::cli::run(config),
+        Command::Worker { config: Some(config), .. } => ramen_runner::cli::run(config),
+        Command::Worker { build_env: Some(spec), .. } => ramen_runner::cli::build_env(spec),
+        Command::Worker { .. } => ExitCode::from(64),
         Command::Serve { service } => serve(service),
         Command::Admin { command } => admin::main(command),
         Command::Client(command) => client_main(command, cli.common),

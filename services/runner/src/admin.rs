@@ -142,6 +142,11 @@ impl RunnerService for AdminService {
             commit: snapshot.commit,
             key: snapshot.location,
             digest: snapshot.digest.trim_start_matches("sha256:").to_owned(),
+            environment: snapshot.environment.map(|e| ramen_node_contract::EnvironmentRef {
+                key: e.key,
+                location: e.location,
+                digest: e.digest.trim_start_matches("sha256:").to_owned(),
+            }),
         };
         let response = self.0.load(&snapshot).await.map_err(reload_status)?;
         Ok(Response::new(response))

@@ -11,14 +11,57 @@ use crate::{NodeConfig, Worker};
 
 pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let config_path = match args.as_slice() {
-        [flag, path] if flag == "--config" => PathBuf::from(path),
+    match args.as_slice() {
+        [flag, path] if flag == "--config" => run(PathBuf::from(path)),
+        [flag, path] if flag == "--build-env" => build_env(PathBuf::from(path)),
         _ => {
-            eprintln!("usage: ramen worker --config <node.toml>");
-            return ExitCode::from(64);
+            eprintln!("usage: ramen-runner --config <node.toml> | --build-env <build.toml>");
+            ExitCode::from(64)
+        }
+    }
+}
+
+/// Builds (or finds) the environment a build spec describes and prints the outcome as one
+/// JSON line; exits 1 when the build failed (the outcome says why).
+pub fn build_env(spec_path: PathBuf) -> ExitCode {
+    let text = match std::fs::read_to_string(&spec_path) {
+        Ok(text) => text,
+        Err(err) => {
+            eprintln!("ramen worker: cannot read {}: {err}", spec_path.display());
+            return ExitCode::from(EXIT_CONFIG as u8);
         }
     };
-    run(config_path)
+    let spec: ramen_node_contract::environment::BuildSpec = match toml::from_str(&text) {
+        Ok(spec) => spec,
+        Err(err) => {
+            eprintln!("ramen worker: invalid build spec {}: {err}", spec_path.display());
+            return ExitCode::from(EXIT_CONFIG as u8);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("ramen worker: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match crate::worker::open_blob_at(&spec.blob, &spec.workdir).await {
+            Ok(blob) => crate::build_env::build(&spec, blob).await,
+            Err(err) => ramen_node_contract::environment::BuildOutcome {
+                error: Some(format!("blob store: {err}")),
+                ..Default::default()
+            },
+        }
+    });
+    let failed = outcome.error.is_some();
+    match serde_json::to_string(&outcome) {
+        // The outcome is the command's answer, read by the provider that ran it.
+        #[allow(clippy::print_stdout)]
+        Ok(line) => println!("{line}"),
+        Err(err) => eprintln!("ramen worker: {err}"),
+    }
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 /// Loads the node config (exit 78 when it is unusable), runs the node until SIGTERM, drains.

@@ -3,6 +3,7 @@
 //! group's packages. See `docs/architecture.md` ("Data plane").
 
 pub mod admin;
+pub mod build_env;
 pub mod catalog;
 pub mod cli;
 pub mod config;

@@ -1,5 +1,8 @@
-//! Reload: fetch the repo snapshot for a commit, verify it, install requirements only when
-//! they changed, and restart the runtime on it.
+//! Reload: fetch the repo snapshot for a commit, verify it, put its Python environment in
+//! place, and restart the runtime on it. The environment is the one built once per deploy
+//! (`ramen_node_contract::environment`): unpacked and put on the path, no pip, no package
+//! index. A snapshot without one (no requirements, or a config older than environments) falls
+//! back to `pip install -r requirements.txt`, run only when the requirements changed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,18 +12,18 @@ use sha2::{Digest, Sha256};
 use tokio::process::Command;
 
 use crate::runtime::{Load, Report, Runtime, RuntimeError};
-use ramen_node_contract::{SnapshotRef, archive};
+use ramen_node_contract::{EnvironmentRef, SnapshotRef, archive};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReloadError {
-    #[error("snapshot {key} is not in the blob store")]
-    Missing { key: String },
-    #[error("snapshot {key} has digest {actual}, expected {expected}: refusing to load it")]
-    DigestMismatch { key: String, expected: String, actual: String },
+    #[error("{what} {key} is not in the blob store")]
+    Missing { what: &'static str, key: String },
+    #[error("{what} {key} has digest {actual}, expected {expected}: refusing to load it")]
+    DigestMismatch { what: &'static str, key: String, expected: String, actual: String },
     #[error("blob store: {0}")]
     Blob(#[from] ramen_blob::BlobError),
-    #[error("cannot unpack snapshot {key}: {reason}")]
-    Unpack { key: String, reason: String },
+    #[error("cannot unpack {what} {key}: {reason}")]
+    Unpack { what: &'static str, key: String, reason: String },
     #[error("cannot create the virtualenv with {python}: {reason}")]
     Venv { python: String, reason: String },
     #[error("pip install -r requirements.txt failed (exit {status}):\n{output}")]
@@ -53,6 +56,11 @@ impl Workdir {
     pub fn runtime_dir(&self) -> PathBuf {
         self.root.join("runtime")
     }
+    /// Where a built environment is unpacked (named by its digest).
+    pub fn environment(&self, digest: &str) -> PathBuf {
+        self.root.join("environments").join(digest)
+    }
+
     pub fn snapshot(&self, digest: &str) -> PathBuf {
         self.root.join("snapshots").join(digest)
     }
@@ -84,10 +92,21 @@ impl Reloader {
         env: Vec<(String, String)>,
     ) -> Result<Reloaded, ReloadError> {
         let root = self.unpack(snapshot).await?;
-        self.ensure_venv().await?;
-        let pip_ran = self.install_requirements(&root).await?;
+        let pip_ran = match &snapshot.environment {
+            Some(environment) => {
+                let dir = self.unpack_environment(environment).await?;
+                self.ensure_venv(false).await?;
+                self.put_on_path(Some(&dir))?;
+                false
+            }
+            None => {
+                self.ensure_venv(true).await?;
+                self.put_on_path(None)?;
+                self.install_requirements(&root).await?
+            }
+        };
         let report = runtime.load(Load { root: root.clone(), env }).await?;
-        self.prune_snapshots(&snapshot.digest.to_ascii_lowercase());
+        self.prune_snapshots(snapshot);
         Ok(Reloaded { report, pip_ran, root })
     }
 
@@ -96,35 +115,28 @@ impl Reloader {
     /// used and a different archive for the same commit is never mistaken for it.
     async fn unpack(&self, snapshot: &SnapshotRef) -> Result<PathBuf, ReloadError> {
         let dest = self.workdir.snapshot(&snapshot.digest.to_ascii_lowercase());
-        if dest.is_dir() {
-            return Ok(dest);
-        }
-        let key = snapshot.key.clone();
-        let archive =
-            self.blob.get(&key).await?.ok_or_else(|| ReloadError::Missing { key: key.clone() })?;
-        let actual = archive::digest(&archive);
-        if !actual.eq_ignore_ascii_case(&snapshot.digest) {
-            return Err(ReloadError::DigestMismatch {
-                key,
-                expected: snapshot.digest.clone(),
-                actual,
-            });
-        }
-        let tmp = dest.with_extension("partial");
-        let unpack_to = tmp.clone();
-        tokio::task::spawn_blocking(move || archive::unpack(&archive, &unpack_to))
-            .await
-            .map_err(|e| ReloadError::Unpack { key: key.clone(), reason: e.to_string() })?
-            .map_err(|e| ReloadError::Unpack { key, reason: e.to_string() })?;
-        std::fs::rename(&tmp, &dest)?;
+        fetch_verified(&*self.blob, "snapshot", &snapshot.key, &snapshot.digest, &dest).await?;
         Ok(dest)
     }
 
-    async fn ensure_venv(&self) -> Result<(), ReloadError> {
+    /// The deploy's environment, unpacked once per digest.
+    async fn unpack_environment(&self, env: &EnvironmentRef) -> Result<PathBuf, ReloadError> {
+        let dest = self.workdir.environment(&env.digest.to_ascii_lowercase());
+        fetch_verified(&*self.blob, "environment", &env.location, &env.digest, &dest).await?;
+        Ok(dest)
+    }
+
+    /// The node's virtualenv; with `pip` only when this node may install requirements itself
+    /// (with a built environment it never does, and skipping ensurepip saves seconds).
+    async fn ensure_venv(&self, pip: bool) -> Result<(), ReloadError> {
         let python = self.workdir.python();
         if !python.exists() {
+            let mut args = vec!["-m", "venv"];
+            if !pip {
+                args.push("--without-pip");
+            }
             let output = Command::new(&self.python)
-                .args(["-m", "venv"])
+                .args(&args)
                 .arg(self.workdir.venv())
                 .output()
                 .await
@@ -140,11 +152,23 @@ impl Reloader {
                 });
             }
         }
-        if !self.site_packages.is_empty() {
-            let site = site_packages_dir(&self.workdir.venv())?;
-            let lines: Vec<String> =
-                self.site_packages.iter().map(|p| p.display().to_string()).collect();
-            std::fs::write(site.join("ramen-base.pth"), lines.join("\n") + "\n")?;
+        Ok(())
+    }
+
+    /// The directories the runtime imports from besides its own virtualenv: the image's
+    /// preinstalled packages and, when there is one, the deploy's environment.
+    fn put_on_path(&self, environment: Option<&Path>) -> Result<(), ReloadError> {
+        let site = site_packages_dir(&self.workdir.venv())?;
+        let lines: Vec<String> = environment
+            .into_iter()
+            .chain(self.site_packages.iter().map(PathBuf::as_path))
+            .map(|p| p.display().to_string())
+            .collect();
+        let pth = site.join("ramen-base.pth");
+        if lines.is_empty() {
+            let _ = std::fs::remove_file(pth);
+        } else {
+            std::fs::write(pth, lines.join("\n") + "\n")?;
         }
         Ok(())
     }
@@ -177,15 +201,58 @@ impl Reloader {
         Ok(true)
     }
 
-    /// Keeps the snapshot in use and removes older ones.
-    fn prune_snapshots(&self, keep: &str) {
-        let Ok(entries) = std::fs::read_dir(self.workdir.root.join("snapshots")) else { return };
-        for entry in entries.flatten() {
-            if entry.file_name() != keep {
-                let _ = std::fs::remove_dir_all(entry.path());
+    /// Keeps the snapshot (and environment) in use and removes older ones.
+    fn prune_snapshots(&self, keep: &SnapshotRef) {
+        let keep_env = keep.environment.as_ref().map(|e| e.digest.to_ascii_lowercase());
+        let keep_snapshot = keep.digest.to_ascii_lowercase();
+        for (dir, keep) in [("snapshots", Some(keep_snapshot)), ("environments", keep_env)] {
+            let Ok(entries) = std::fs::read_dir(self.workdir.root.join(dir)) else { continue };
+            for entry in entries.flatten() {
+                if keep.as_deref() != entry.file_name().to_str() {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
             }
         }
     }
+}
+
+/// Fetches the archive at `key`, verifies it against `digest` (lowercase hex SHA-256) and
+/// unpacks it into `dest` (through a temp dir renamed into place), once: a `dest` that exists is
+/// the same archive, since it is named by the digest.
+pub(crate) async fn fetch_verified(
+    blob: &dyn BlobStore,
+    what: &'static str,
+    key: &str,
+    digest: &str,
+    dest: &Path,
+) -> Result<(), ReloadError> {
+    if dest.is_dir() {
+        return Ok(());
+    }
+    let key = key.to_owned();
+    let archive =
+        blob.get(&key).await?.ok_or_else(|| ReloadError::Missing { what, key: key.clone() })?;
+    let actual = archive::digest(&archive);
+    let expected = digest.trim_start_matches("sha256:");
+    if !actual.eq_ignore_ascii_case(expected) {
+        return Err(ReloadError::DigestMismatch {
+            what,
+            key,
+            expected: expected.to_owned(),
+            actual,
+        });
+    }
+    let tmp = dest.with_extension("partial");
+    let unpack_to = tmp.clone();
+    tokio::task::spawn_blocking(move || archive::unpack(&archive, &unpack_to))
+        .await
+        .map_err(|e| ReloadError::Unpack { what, key: key.clone(), reason: e.to_string() })?
+        .map_err(|e| ReloadError::Unpack { what, key, reason: e.to_string() })?;
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::rename(&tmp, dest)?;
+    Ok(())
 }
 
 fn site_packages_dir(venv: &Path) -> std::io::Result<PathBuf> {

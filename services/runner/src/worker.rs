@@ -318,10 +318,18 @@ fn identity(config: &NodeConfig) -> Identity {
 }
 
 async fn open_blob(config: &NodeConfig) -> Result<Arc<dyn BlobStore>, WorkerError> {
-    if let Some(s3) = &config.blob.s3 {
+    open_blob_at(&config.blob, &config.workdir).await
+}
+
+/// The blob store `blob` names (a directory under `workdir` when it names none).
+pub(crate) async fn open_blob_at(
+    blob: &ramen_node_contract::BlobConfig,
+    workdir: &std::path::Path,
+) -> Result<Arc<dyn BlobStore>, WorkerError> {
+    if let Some(s3) = &blob.s3 {
         return Ok(Arc::new(S3Store::connect(S3Settings::from_config(s3)).await?));
     }
-    let dir = config.blob.dir.clone().unwrap_or_else(|| config.workdir.join("blobs"));
+    let dir = blob.dir.clone().unwrap_or_else(|| workdir.join("blobs"));
     Ok(Arc::new(LocalDirStore::open(dir)?))
 }
 

@@ -85,6 +85,7 @@ async fn prepare(run: &JobRun) -> Result<Result<Pipeline, String>> {
         commit,
         creds,
         snapshot: Default::default(),
+        environment_build: Default::default(),
         upload_reported: AtomicBool::new(false),
         smoke_key: super::smoke_key(&deployer.core.settings.smoke_secret, &job.id),
     }))

@@ -47,6 +47,9 @@ pub(crate) struct Pipeline {
     pub creds: Option<Credentials>,
     /// Synced once per run, whichever zone gets there first.
     pub snapshot: tokio::sync::OnceCell<(Snapshot, bool, u64)>,
+    /// One environment build at a time: the first zone installs, the others (on the same
+    /// runtime) find its result.
+    pub environment_build: tokio::sync::Mutex<()>,
     pub upload_reported: AtomicBool,
     pub smoke_key: String,
 }
@@ -131,10 +134,11 @@ impl Pipeline {
             }
             Err(err) => return Err(err.into()),
         }
+        let (snapshot, _, _) = self.snapshot().await?;
+        let snapshot = self.environment(zone, snapshot).await?;
         // The clone token is the control plane's: workers never clone, so they never get it.
         let mut secrets = deployer.core.auth.resolve_secrets(group, &self.env.name, zone).await?;
         secrets.retain(|s| s.name != crate::credentials::TOKEN_SECRET);
-        let (snapshot, _, _) = self.snapshot().await?;
         let outcome = format!(
             "{} secrets, {} blocked, verbose {}",
             secrets.len(),
@@ -149,7 +153,7 @@ impl Pipeline {
                 .map(|s| zpb::NodeSecret { name: s.name, value: s.value })
                 .collect(),
             verbose: self.env.verbose,
-            snapshot: Some(snapshot.clone()),
+            snapshot: Some(snapshot),
             deploy_keys: vec![self.smoke_key_hash()],
         };
         let written = deployer.core.zones.write_config(group, zone, config).await?;
@@ -158,6 +162,37 @@ impl Pipeline {
             outcome: format!("{keys} keys, {outcome}; policy v{}", written.policy_version),
             ..StepEnd::default()
         })
+    }
+
+    /// The snapshot with its Python environment: built where the zone's workers run, once per
+    /// deploy (the first zone installs; the others on the same runtime find it), before any
+    /// canary restarts. A failed install fails the step naming the requirement.
+    async fn environment(&self, zone: &str, snapshot: &Snapshot) -> Result<Snapshot, StepError> {
+        if snapshot.requirements_hash.is_empty() {
+            return Ok(snapshot.clone());
+        }
+        let _one_at_a_time = self.environment_build.lock().await;
+        let deployer = &self.run.deployer;
+        let timeout = deployer.core.settings.reload_timeout;
+        self.run
+            .log(zone, Step::WriteConfig, format!("environment for {}", snapshot.requirements_hash))
+            .await?;
+        let answer = deployer
+            .core
+            .zones
+            .build_environment(&self.group.name, zone, snapshot.clone(), timeout)
+            .await?;
+        self.run.log_lines(zone, Step::WriteConfig, answer.log).await?;
+        if !answer.error.is_empty() {
+            return Err(failed(answer.error));
+        }
+        let Some(environment) = answer.environment else { return Ok(snapshot.clone()) };
+        let how =
+            if answer.built { "installed for this deploy" } else { "present: nothing installed" };
+        self.run
+            .log(zone, Step::WriteConfig, format!("environment {} {how}", environment.key))
+            .await?;
+        Ok(Snapshot { environment: Some(environment), ..snapshot.clone() })
     }
 
     async fn restart(&self, zone: &str, track: Track) -> Result<StepEnd, StepError> {

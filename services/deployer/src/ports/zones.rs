@@ -73,6 +73,23 @@ impl Zones {
         Ok(self.0.update_live_policy(&deployer(), request).await?)
     }
 
+    /// Builds (or finds) the snapshot's Python environment where the zone's workers run.
+    pub async fn build_environment(
+        &self,
+        group: &str,
+        zone: &str,
+        snapshot: ramen_proto::common::v1::Snapshot,
+        timeout: Duration,
+    ) -> Result<pb::BuildEnvironmentResponse> {
+        let request = pb::BuildEnvironmentRequest {
+            group: group.to_owned(),
+            zone: zone.to_owned(),
+            snapshot: Some(snapshot),
+            timeout: duration(timeout),
+        };
+        Ok(self.0.build_environment(&deployer(), request).await?)
+    }
+
     /// Drops the keys of the last deploy (its smoke key) from the placement's nodes.
     pub async fn clear_deploy_keys(&self, group: &str, zone: &str) -> Result<pb::Placement> {
         let request = pb::UpdateLivePolicyRequest {

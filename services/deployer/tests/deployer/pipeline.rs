@@ -164,10 +164,23 @@ async fn a_broken_ref_leaves_stable_serving_and_the_canary_at_zero_then_rollback
     let before = stable_tools(&world, "team", "local-a", &key).await;
     assert!(before.contains(&"notes.echo".to_owned()), "{before:?}");
 
-    for (git_ref, commit, needle) in [
-        ("import-error", &import_error, "ramen_no_such_module_anywhere"),
-        ("bad-requirements", &bad_requirements, "worker-canary-0"),
-    ] {
+    // A requirement that cannot be installed fails the deploy in WRITE_CONFIG, where the
+    // environment is built once for the deploy: before any canary restarts, naming it.
+    let job = deploy(&world, &client, "team", "bad-requirements").await;
+    assert_eq!(job.state(), common::JobState::Failed, "{:?}", summary(&job));
+    assert_eq!(&job.commit, &bad_requirements);
+    let write = step(&job, "local-a", DeployStep::WriteConfig);
+    assert_eq!(write.status(), StepStatus::Failed, "{:?}", summary(&job));
+    assert!(write.error.contains("ramen-no-such-package-anywhere==9.9.9"), "{}", write.error);
+    assert!(write.log.iter().any(|l| l.text.contains("ERROR")), "pip's output in the job log");
+    for later in [DeployStep::Canary, DeployStep::ReloadSmoke, DeployStep::Stable] {
+        assert_eq!(step(&job, "local-a", later).status(), StepStatus::Skipped, "{later:?}");
+    }
+    assert_eq!(stable_tools(&world, "team", "local-a", &key).await, before, "stable untouched");
+
+    for (git_ref, commit, needle) in
+        [("import-error", &import_error, "ramen_no_such_module_anywhere")]
+    {
         let job = deploy(&world, &client, "team", git_ref).await;
         assert_eq!(job.state(), common::JobState::Failed, "{git_ref}: {:?}", summary(&job));
         assert_eq!(&job.commit, commit);

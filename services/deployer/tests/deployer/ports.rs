@@ -142,8 +142,23 @@ async fn each_step_asks_its_port_once_and_nothing_is_loaded_twice() {
         );
         assert_eq!(written.deploy_keys.len(), 1, "the job's smoke key, beside auth's");
         assert_eq!(written.secrets.len(), 1);
-        assert_eq!(written.snapshot.unwrap().commit, repo.head());
+        let snapshot = written.snapshot.unwrap();
+        assert_eq!(snapshot.commit, repo.head());
+        assert!(snapshot.environment.is_some(), "the config names the environment built for it");
     }
+    // One environment per deploy: asked once per zone, one at a time; the first installs.
+    let builds = fakes.zones.builds.lock().clone();
+    assert_eq!(builds.len(), 2, "{builds:?}");
+    let job_log: Vec<String> = job
+        .zones
+        .iter()
+        .flat_map(|z| &z.steps)
+        .filter(|s| s.step() == ramen_proto::common::v1::DeployStep::WriteConfig)
+        .flat_map(|s| s.log.iter().map(|l| l.text.clone()))
+        .collect();
+    let installed = job_log.iter().filter(|l| l.contains("installed for this deploy")).count();
+    let found = job_log.iter().filter(|l| l.contains("present: nothing installed")).count();
+    assert_eq!((installed, found), (1, 1), "{job_log:?}");
     // The smoke step read each canary's status (the load its restart made) and never reloaded.
     assert!(fakes.nodes.reloads.lock().is_empty(), "no second load of the snapshot");
     let calls = fakes.nodes.status_calls.lock().clone();
@@ -197,4 +212,28 @@ async fn a_canary_that_is_not_ready_fails_the_zone_scales_it_to_zero_and_leaves_
         );
     }
     assert!(fakes.smoke.asked.lock().is_empty(), "no smoke test on a canary that never ran");
+}
+
+#[tokio::test]
+async fn a_failed_install_fails_the_deploy_before_any_canary_restarts() {
+    let nats = Nats::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
+    let repo = Repo::hello();
+    group_and_env(&mut client, &repo).await;
+    *fakes.zones.build_error.lock() = Some(
+        "pip install -r requirements.txt failed: ERROR: No matching distribution found for nope==9"
+            .into(),
+    );
+    let start = pb::StartDeployRequest {
+        group: "team".into(),
+        environment: "prod".into(),
+        ..Default::default()
+    };
+    let job_id = client.start_deploy(start).await.unwrap().into_inner().job_id;
+    let job = finished(&client, &job_id).await;
+    assert_eq!(job.state(), JobState::Failed);
+    assert!(job.error.contains("nope==9"), "{}", job.error);
+    assert!(fakes.zones.rollouts.lock().is_empty(), "no track was touched");
+    assert!(fakes.zones.written.lock().is_empty(), "no config written for a failed build");
 }

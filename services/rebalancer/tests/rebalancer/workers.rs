@@ -59,6 +59,7 @@ impl Harness {
             location,
             digest: format!("sha256:{digest}"),
             requirements_hash: String::new(),
+            environment: None,
         };
         let key = common::KeyHash {
             key_id: "k1".into(),

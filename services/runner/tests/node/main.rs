@@ -8,6 +8,7 @@ mod access;
 mod blocking;
 mod crash;
 mod drain;
+mod environment;
 mod errors;
 mod limits;
 mod official;

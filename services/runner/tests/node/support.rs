@@ -72,7 +72,7 @@ pub async fn snapshot(blob: &LocalDirStore, repo: &Path, commit: &str) -> Snapsh
     let digest = hex::encode(Sha256::digest(&archive));
     let key = format!("groups/test/snapshots/{commit}.tar.gz");
     blob.put(&key, archive.into()).await.unwrap();
-    SnapshotRef { commit: commit.into(), key, digest }
+    SnapshotRef { commit: commit.into(), key, digest, environment: None }
 }
 
 pub fn base_config(dir: &Path) -> NodeConfig {

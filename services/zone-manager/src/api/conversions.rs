@@ -165,21 +165,45 @@ pub fn not_ready(worker: &NotReadyWorker) -> pb::NotReady {
     }
 }
 
+/// A snapshot as the node reads it, checked: a commit, a location, a digest (and the same of
+/// its environment when it has one).
+pub fn snapshot_ref(
+    snapshot: Option<common::Snapshot>,
+    field: &'static str,
+) -> Result<SnapshotRef> {
+    let snapshot = snapshot.ok_or_else(|| Error::invalid(field, "is required"))?;
+    if snapshot.commit.is_empty() || snapshot.location.is_empty() {
+        return Err(Error::invalid(field, "needs a commit and a location"));
+    }
+    let digest = |value: &str, field: &'static str| {
+        let digest = value.strip_prefix("sha256:").unwrap_or(value).to_ascii_lowercase();
+        match digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()) {
+            true => Ok(digest),
+            false => Err(Error::invalid(field, "must be `sha256:<64 hex characters>`")),
+        }
+    };
+    let environment = match snapshot.environment {
+        Some(env) if env.location.is_empty() => {
+            return Err(Error::invalid(field, "names an environment without a location"));
+        }
+        Some(env) => Some(ramen_node_contract::EnvironmentRef {
+            digest: digest(&env.digest, "snapshot.environment.digest")?,
+            key: env.key,
+            location: env.location,
+        }),
+        None => None,
+    };
+    Ok(SnapshotRef {
+        digest: digest(&snapshot.digest, "snapshot.digest")?,
+        commit: snapshot.commit,
+        key: snapshot.location,
+        environment,
+    })
+}
+
 /// The node config a deploy writes, checked: a snapshot to load, env-style secret names.
 pub fn template(config: pb::NodeConfig) -> Result<ConfigTemplate> {
-    let snapshot =
-        config.snapshot.ok_or_else(|| Error::invalid("config.snapshot", "is required"))?;
-    if snapshot.commit.is_empty() || snapshot.location.is_empty() {
-        return Err(Error::invalid("config.snapshot", "needs a commit and a location"));
-    }
-    let digest =
-        snapshot.digest.strip_prefix("sha256:").unwrap_or(&snapshot.digest).to_ascii_lowercase();
-    if digest.len() != 64 || !digest.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(Error::invalid(
-            "config.snapshot.digest",
-            "must be `sha256:<64 hex characters>`",
-        ));
-    }
+    let snapshot = snapshot_ref(config.snapshot, "config.snapshot")?;
     let mut secrets = std::collections::BTreeMap::new();
     for secret in config.secrets {
         validate::secret_name(&secret.name)?;
@@ -187,7 +211,7 @@ pub fn template(config: pb::NodeConfig) -> Result<ConfigTemplate> {
     }
     Ok(ConfigTemplate {
         environment: config.environment,
-        snapshot: Some(SnapshotRef { commit: snapshot.commit, key: snapshot.location, digest }),
+        snapshot: Some(snapshot),
         secrets,
         verbose: config.verbose,
     })

@@ -10,6 +10,7 @@ fn config(digest: &str) -> pb::NodeConfig {
             location: "groups/g/snapshots/c1.tar.gz".into(),
             digest: digest.into(),
             requirements_hash: String::new(),
+            environment: None,
         }),
         secrets: vec![NodeSecret { name: "API_TOKEN".into(), value: "s3cret".into() }],
         ..Default::default()

@@ -117,6 +117,14 @@ impl ZoneService for ZoneApi {
         allow(&request, &group, Action::ZoneActions)?;
         self.do_set_package(request, true).await
     }
+    async fn build_environment(
+        &self,
+        request: Request<pb::BuildEnvironmentRequest>,
+    ) -> Answer<pb::BuildEnvironmentResponse> {
+        let group = request.get_ref().group.clone();
+        allow(&request, &group, Action::Deploy)?;
+        self.do_build_environment(request).await
+    }
     async fn write_config(
         &self,
         request: Request<pb::WriteConfigRequest>,

@@ -65,4 +65,31 @@ impl ZoneApi {
         let workers = workers.iter().map(|w| conv::worker(&r.group, &r.zone, w)).collect();
         Ok(Response::new(pb::ListWorkersResponse { workers, page: Some(page) }))
     }
+
+    pub(super) async fn do_build_environment(
+        &self,
+        request: Request<pb::BuildEnvironmentRequest>,
+    ) -> Result<Response<pb::BuildEnvironmentResponse>, Status> {
+        let caller = caller(&request);
+        let r = request.into_inner();
+        let result = async {
+            let snapshot = conv::snapshot_ref(r.snapshot, "snapshot")?;
+            let timeout = duration(r.timeout)?;
+            self.manager.build_environment(&r.group, &r.zone, &snapshot, timeout).await
+        }
+        .await;
+        let target = format!("zone/{}", r.zone);
+        let outcome =
+            self.audited(&caller, "placement.build_environment", &r.group, target, result).await?;
+        Ok(Response::new(pb::BuildEnvironmentResponse {
+            environment: outcome.environment.map(|e| ramen_proto::common::v1::PythonEnvironment {
+                key: e.key,
+                location: e.location,
+                digest: format!("sha256:{}", e.digest),
+            }),
+            built: outcome.built,
+            log: outcome.log,
+            error: outcome.error.unwrap_or_default(),
+        }))
+    }
 }

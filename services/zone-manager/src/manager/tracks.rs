@@ -171,4 +171,20 @@ impl ZoneManager {
             not_ready: report.not_ready,
         })
     }
+
+    /// Builds (or finds) the snapshot's Python environment where the placement's workers run.
+    /// The placement's lock is not held: an install takes long, and building twice is only
+    /// wasted work (the second finds the first's result or writes the same content).
+    pub async fn build_environment(
+        &self,
+        group: &str,
+        zone: &str,
+        snapshot: &ramen_node_contract::SnapshotRef,
+        timeout: Option<Duration>,
+    ) -> Result<ramen_node_contract::environment::BuildOutcome> {
+        let record = self.live_placement(group, zone).await?;
+        let provider = self.provider_for(&record)?;
+        let timeout = timeout.unwrap_or(self.settings.restart_timeout * 5);
+        Ok(provider.build_environment(&record, snapshot, timeout).await?)
+    }
 }

@@ -64,6 +64,15 @@ pub trait ZoneProvider: Send + Sync {
         config: &ConfigTemplate,
     ) -> Result<(), ProviderError>;
 
+    /// Builds (or finds) the Python environment of `snapshot` where the placement's workers run,
+    /// and stores it in the blob store: once per deploy, so no worker start installs anything.
+    async fn build_environment(
+        &self,
+        placement: &PlacementRecord,
+        snapshot: &ramen_node_contract::SnapshotRef,
+        timeout: std::time::Duration,
+    ) -> Result<ramen_node_contract::environment::BuildOutcome, ProviderError>;
+
     /// Pushes the placement's live policy (keys, blocked and disabled lists, IP allow-list) to
     /// running workers and keeps it for the ones that start later.
     async fn apply_policy(&self, placement: &PlacementRecord) -> Result<PolicyPush, ProviderError>;

@@ -163,6 +163,7 @@ impl Harness {
             location,
             digest: format!("sha256:{digest}"),
             requirements_hash: String::new(),
+            environment: None,
         }
     }
 

@@ -8,6 +8,7 @@
 //! - `workers/<worker-id>/` — `node.toml` (0600), `worker.log`, `worker.pid`, `node/` (the
 //!   node's working directory: virtualenv, unpacked snapshots)
 
+mod build;
 mod layout;
 mod logs;
 mod orphans;
@@ -103,6 +104,17 @@ impl ZoneProvider for LocalProvider {
         let placement = self.placement(record);
         placement.layout.create()?;
         placement.layout.write_template(&placement.layout.written(), config)
+    }
+
+    async fn build_environment(
+        &self,
+        record: &PlacementRecord,
+        snapshot: &ramen_node_contract::SnapshotRef,
+        timeout: std::time::Duration,
+    ) -> Result<ramen_node_contract::environment::BuildOutcome, ProviderError> {
+        let placement = self.placement(record);
+        placement.layout.create()?;
+        build::run(&self.settings, &placement.layout, &record.group, snapshot, timeout).await
     }
 
     async fn apply_policy(&self, record: &PlacementRecord) -> Result<PolicyPush, ProviderError> {

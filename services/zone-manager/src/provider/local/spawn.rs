@@ -135,6 +135,14 @@ fn command(settings: &LocalSettings, size: SizeClass, config: &Path) -> Command 
         MemoryLimit::Recorded(_) => Command::new(&worker.program),
     };
     command.args(&worker.leading_args).arg("--config").arg(config);
+    scrubbed(&mut command);
+    command.env("MALLOC_ARENA_MAX", "2").env("TOKIO_WORKER_THREADS", "1");
+    command
+}
+
+/// Only what a worker (or the environment builder) may see of the control plane's
+/// environment.
+pub(super) fn scrubbed(command: &mut Command) {
     command.env_clear();
     for (key, value) in std::env::vars_os() {
         let Some(name) = key.to_str() else { continue };
@@ -142,8 +150,7 @@ fn command(settings: &LocalSettings, size: SizeClass, config: &Path) -> Command 
             command.env(&key, value);
         }
     }
-    command.env("NO_COLOR", "1").env("MALLOC_ARENA_MAX", "2").env("TOKIO_WORKER_THREADS", "1");
-    command
+    command.env("NO_COLOR", "1");
 }
 
 /// `python -m venv --without-pip` (tens of milliseconds instead of seconds of `ensurepip`),
