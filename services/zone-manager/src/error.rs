@@ -9,7 +9,7 @@ use crate::provider::ProviderError;
 pub enum Error {
     /// Bad input; the message names the field and the problem.
     #[error("{field}: {reason}")]
-    Invalid { field: &'static str, reason: String },
+    Invalid { field: std::borrow::Cow<'static, str>, reason: String },
     #[error("{0} not found")]
     NotFound(String),
     #[error("{0} already exists")]
@@ -33,8 +33,11 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
-        Self::Invalid { field, reason: reason.into() }
+    pub fn invalid(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::Invalid { field: field.into(), reason: reason.into() }
     }
 
     /// Whether trying again later can succeed without anything changing (outages, races).

@@ -175,7 +175,7 @@ pub fn snapshot_ref(
     if snapshot.commit.is_empty() || snapshot.location.is_empty() {
         return Err(Error::invalid(field, "needs a commit and a location"));
     }
-    let digest = |value: &str, field: &'static str| {
+    let digest = |value: &str, field: String| {
         let digest = value.strip_prefix("sha256:").unwrap_or(value).to_ascii_lowercase();
         match digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()) {
             true => Ok(digest),
@@ -187,14 +187,14 @@ pub fn snapshot_ref(
             return Err(Error::invalid(field, "names an environment without a location"));
         }
         Some(env) => Some(ramen_node_contract::EnvironmentRef {
-            digest: digest(&env.digest, "snapshot.environment.digest")?,
+            digest: digest(&env.digest, format!("{field}.environment.digest"))?,
             key: env.key,
             location: env.location,
         }),
         None => None,
     };
     Ok(SnapshotRef {
-        digest: digest(&snapshot.digest, "snapshot.digest")?,
+        digest: digest(&snapshot.digest, format!("{field}.digest"))?,
         commit: snapshot.commit,
         key: snapshot.location,
         environment,
