@@ -7,6 +7,7 @@
 
 mod env;
 mod error;
+mod kubernetes;
 mod model;
 mod secret;
 mod validate;
@@ -19,6 +20,7 @@ use figment::providers::{Format, Serialized, Toml};
 
 pub use env::ALIASES;
 pub use error::{ConfigError, EXIT_CONFIG};
+pub use kubernetes::{ClusterAccess, ClusterConfig, KubernetesConfig};
 pub use model::*;
 pub use secret::Secret;
 

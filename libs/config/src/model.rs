@@ -53,6 +53,7 @@ pub struct Config {
     pub zone: ZoneConfig,
     pub gateway: GatewayConfig,
     pub rebalancer: RebalancerConfig,
+    pub kubernetes: crate::KubernetesConfig,
 }
 
 impl Default for Config {
@@ -72,6 +73,7 @@ impl Default for Config {
             zone: ZoneConfig::default(),
             gateway: GatewayConfig::default(),
             rebalancer: RebalancerConfig::default(),
+            kubernetes: crate::KubernetesConfig::default(),
         }
     }
 }

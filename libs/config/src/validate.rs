@@ -67,6 +67,7 @@ impl Config {
             return Err(ConfigError::invalid("auth.access_ttl", "must be at least 10s"));
         }
         self.validate_listen()?;
+        self.kubernetes.validate()?;
         self.validate_keys(needs)
     }
 

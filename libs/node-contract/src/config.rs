@@ -62,6 +62,12 @@ pub struct NodeConfig {
     /// What to load at start, so a restarted worker serves the same commit.
     pub snapshot: Option<SnapshotRef>,
     pub policy: PolicyConfig,
+    /// A file holding the live policy ([`PolicyConfig`] as TOML), read at start in place of
+    /// `policy` and re-read when it changes: on Kubernetes a mounted Secret the kubelet
+    /// refreshes, so a worker the control plane could not reach still gets every block and key
+    /// change. Pushes over the admin API stay the fast path; the newer version wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_file: Option<PathBuf>,
     /// Environment the group's code sees: its secrets for this environment × zone.
     pub env: BTreeMap<String, String>,
 }
@@ -96,6 +102,7 @@ impl Default for NodeConfig {
             blob: BlobConfig::default(),
             snapshot: None,
             policy: PolicyConfig { require_key: true, ..Default::default() },
+            policy_file: None,
             env: BTreeMap::new(),
         }
     }
@@ -135,6 +142,31 @@ pub struct EnvironmentRef {
     pub digest: String,
 }
 
+/// The pod's name, as the node's id.
+pub const NODE_ID_VAR: &str = "RAMEN_NODE_ID";
+/// The address the node binds its listeners to (the pod IP).
+pub const BIND_HOST_VAR: &str = "RAMEN_NODE_BIND_HOST";
+
+/// Reads a policy file; `None` when it does not exist (yet: a volume not mounted so far).
+pub fn read_policy(path: &Path) -> Result<Option<PolicyConfig>, NodeConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(NodeConfigError::Read { path: path.display().to_string(), source });
+        }
+    };
+    let policy: PolicyConfig = toml::from_str(&text).map_err(|e| NodeConfigError::Invalid {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    policy.validate().map_err(|reason| NodeConfigError::Invalid {
+        path: path.display().to_string(),
+        reason: reason.to_string(),
+    })?;
+    Ok(Some(policy))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum NodeConfigError {
     #[error("cannot read node config {path}: {source}")]
@@ -156,6 +188,33 @@ impl NodeConfig {
             reason,
         })?;
         Ok(config)
+    }
+
+    /// The values one config file shared by every pod of a track cannot hold, from the
+    /// variables the pod spec sets: `RAMEN_NODE_ID` (the pod's name) and
+    /// `RAMEN_NODE_BIND_HOST` (the pod's IP, when nodes bind to it).
+    pub fn with_pod_overrides(
+        mut self,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        if let Some(id) = var(NODE_ID_VAR).filter(|v| !v.is_empty()) {
+            self.node_id = id;
+        }
+        if let Some(host) = var(BIND_HOST_VAR).filter(|v| !v.is_empty()) {
+            let ip: std::net::IpAddr = host
+                .parse()
+                .map_err(|_| format!("{BIND_HOST_VAR}={host:?} is not an IP address"))?;
+            for addr in [&mut self.listen, &mut self.admin, &mut self.grpc] {
+                addr.set_ip(ip);
+            }
+        }
+        Ok(self)
+    }
+
+    /// The policy in `policy_file`, when it is set and the file exists.
+    pub fn read_policy_file(&self) -> Result<Option<PolicyConfig>, NodeConfigError> {
+        let Some(path) = &self.policy_file else { return Ok(None) };
+        read_policy(path)
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -193,5 +252,44 @@ impl NodeConfig {
         file.write_all(text.as_bytes())?;
         file.sync_all()?;
         std::fs::rename(tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_names_the_node_and_its_address() {
+        let vars = |name: &str| match name {
+            NODE_ID_VAR => Some("worker-7d9f-abcde".to_owned()),
+            BIND_HOST_VAR => Some("10.4.0.17".to_owned()),
+            _ => None,
+        };
+        let config = NodeConfig::default().with_pod_overrides(vars).unwrap();
+        assert_eq!(config.node_id, "worker-7d9f-abcde");
+        assert_eq!(config.listen, "10.4.0.17:8000".parse().unwrap());
+        assert_eq!(config.admin.ip(), config.grpc.ip());
+        let untouched = NodeConfig::default().with_pod_overrides(|_| None).unwrap();
+        assert_eq!(untouched.listen, NodeConfig::default().listen);
+        let bad = NodeConfig::default()
+            .with_pod_overrides(|n| (n == BIND_HOST_VAR).then(|| "pod-ip".to_owned()))
+            .unwrap_err();
+        assert!(bad.contains("RAMEN_NODE_BIND_HOST") && bad.contains("pod-ip"), "{bad}");
+    }
+
+    #[test]
+    fn a_policy_file_is_read_when_present_and_refused_when_bad() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        let config = NodeConfig { policy_file: Some(path.clone()), ..Default::default() };
+        assert_eq!(config.read_policy_file().unwrap(), None, "not mounted yet");
+        let policy =
+            PolicyConfig { version: 4, blocked: vec!["pkg.tool".into()], ..Default::default() };
+        std::fs::write(&path, toml::to_string(&policy).unwrap()).unwrap();
+        assert_eq!(config.read_policy_file().unwrap(), Some(policy));
+        std::fs::write(&path, "ip_allow = [\"10.0.0.0/40\"]").unwrap();
+        let err = config.read_policy_file().unwrap_err().to_string();
+        assert!(err.contains("policy.toml") && err.contains("10.0.0.0/40"), "{err}");
     }
 }

@@ -16,7 +16,10 @@ mod ports;
 
 use sha2::{Digest, Sha256};
 
-pub use config::{BlobConfig, EnvironmentRef, NodeConfig, NodeConfigError, SnapshotRef};
+pub use config::{
+    BIND_HOST_VAR, BlobConfig, EnvironmentRef, NODE_ID_VAR, NodeConfig, NodeConfigError,
+    SnapshotRef, read_policy,
+};
 pub use policy::{PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;
 

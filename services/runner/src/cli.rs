@@ -64,10 +64,18 @@ pub fn build_env(spec_path: PathBuf) -> ExitCode {
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// Loads the node config (exit 78 when it is unusable), runs the node until SIGTERM, drains.
 pub fn run(config_path: PathBuf) -> ExitCode {
-    let config = match NodeConfig::load(&config_path) {
-        Ok(config) => config,
+    let config = match NodeConfig::load(&config_path).map(|c| c.with_pod_overrides(var)) {
+        Ok(Ok(config)) => config,
+        Ok(Err(reason)) => {
+            eprintln!("ramen worker: {reason}");
+            return ExitCode::from(EXIT_CONFIG as u8);
+        }
         Err(err) => {
             eprintln!("ramen worker: {err}");
             return ExitCode::from(EXIT_CONFIG as u8);

@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod node;
 pub mod policy;
+mod policy_file;
 pub mod reload;
 pub mod runtime;
 mod worker;

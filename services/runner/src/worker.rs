@@ -87,8 +87,13 @@ impl Worker {
             node_metrics.runtime_restarts.clone(),
             stop.child_token(),
         );
-        let policy = Policy::compile(config.policy.clone())
-            .map_err(|e| WorkerError::Config(e.to_string()))?;
+        // A mounted policy file (Kubernetes) is newer than the policy the config was written with.
+        let policy =
+            match config.read_policy_file().map_err(|e| WorkerError::Config(e.to_string()))? {
+                Some(policy) => policy,
+                None => config.policy.clone(),
+            };
+        let policy = Policy::compile(policy).map_err(|e| WorkerError::Config(e.to_string()))?;
         let node = Arc::new(Node::new(
             settings(&config),
             identity(&config),
@@ -173,6 +178,12 @@ impl Worker {
                         tracing::error!(%err, commit = %snapshot.commit, "loading the configured snapshot failed")
                     }
                 }
+            });
+        }
+        if let Some(path) = self.config.policy_file.clone() {
+            let control = self.control.clone();
+            self.tasks.spawn("policy-file-watch", move |token| {
+                crate::policy_file::watch(path, control, token)
             });
         }
         if !self.config.nats_url.is_empty() {

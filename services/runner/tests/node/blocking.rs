@@ -112,3 +112,45 @@ async fn disabling_a_package_applies_live() {
     client.quit().await;
     node.stop().await;
 }
+
+/// A mounted policy file (how a Kubernetes worker gets its policy when no push reaches it):
+/// read at start, followed while the node runs, and a bad file in between does not stop it.
+#[tokio::test]
+async fn a_policy_file_is_read_at_start_and_followed() {
+    let policy_dir = tempfile::tempdir().unwrap();
+    let path = policy_dir.path().join("policy.toml");
+    let write = |version: u64, blocked: &[&str]| {
+        let policy = ramen_runner::PolicyConfig {
+            version,
+            require_key: true,
+            key_hashes: vec![ramen_node_contract::key_hash(support::KEY)],
+            blocked: blocked.iter().map(|b| b.to_string()).collect(),
+            ..Default::default()
+        };
+        // As the kubelet does: the new content appears at once (rename), never half-written.
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, toml::to_string(&policy).unwrap()).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    };
+    write(3, &["weather"]);
+    let node = support::start("examples/hello-repo", |c| c.policy_file = Some(path.clone())).await;
+    let (mut client, _) = Driver::connect(&node.url).await;
+    assert!(
+        client.list().await.tools.iter().all(|t| !t.starts_with("weather.")),
+        "the file's policy is in force from the start"
+    );
+
+    write(4, &["notes.add"]);
+    assert_eq!(client.wait(TOOLS_CHANGED, 1).await, 1, "a newer file is applied live");
+    let tools = client.list().await.tools;
+    assert!(tools.iter().any(|t| t.starts_with("weather.")), "{tools:?}");
+    assert!(!tools.contains(&"notes.add".to_owned()), "{tools:?}");
+
+    std::fs::write(&path, "ip_allow = [\"not a cidr\"]").unwrap();
+    write(5, &[]);
+    assert_eq!(client.wait(TOOLS_CHANGED, 2).await, 2, "a bad file does not stop the watch");
+    let add = client.call("notes.add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(add["result"]["structuredContent"]["result"], 3, "{add}");
+    client.quit().await;
+    node.stop().await;
+}

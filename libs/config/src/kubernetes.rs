@@ -1,0 +1,272 @@
+//! Kubernetes zones (`gcp`, `aws`): the clusters their workers run in, how the zone-manager
+//! reaches each one, and what the worker pods look like.
+//!
+//! ```toml
+//! [kubernetes]
+//! worker_image = "ghcr.io/ramen-mcp/ramen-worker:0.1.0"
+//!
+//! [kubernetes.clusters.gke-us-central1]
+//! provider = "gcp"
+//! region = "us-central1"          # holds the zones us-central1-a, -b, -c, ...
+//! access = "kubeconfig"           # or "in-cluster"
+//! context = "gke_acme_us-central1_ramen"
+//! project = "acme"                # Workload Identity service accounts live here
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ConfigError;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KubernetesConfig {
+    /// Clusters by name. A zone runs in the cluster of its provider whose `region` holds the
+    /// zone's location (or that lists the location in `zones`).
+    pub clusters: BTreeMap<String, ClusterConfig>,
+    /// The worker image: the Rust node and the Python runtime (`deploy/worker.Dockerfile`).
+    pub worker_image: String,
+    /// `IfNotPresent`, `Always` or `Never`.
+    pub image_pull_policy: String,
+    /// The control plane's namespace: the only source allowed to reach a worker's admin and
+    /// gRPC ports, and where the bus is reached.
+    pub control_plane_namespace: String,
+    /// The bus as workers reach it (load reports); empty = `nats.url`.
+    pub nats_url: String,
+    /// Where workers may connect beyond DNS and the bus: the blob store (S3) and whatever the
+    /// group's code calls. Default: any address on 443.
+    pub egress_cidrs: Vec<String>,
+    pub egress_ports: Vec<u16>,
+    /// Scale the stable track on the node's in-flight calls (`ramen_node_in_flight`, needs a
+    /// custom-metrics adapter such as prometheus-adapter); false = on CPU.
+    pub hpa_in_flight_metric: bool,
+    /// Load-balancer proxies whose `X-Forwarded-For` the nodes believe.
+    pub trusted_proxies: Vec<String>,
+    /// Bind the node to the pod IP rather than every address.
+    pub bind_pod_ip: bool,
+    /// How often a rollout or teardown re-reads the cluster while it waits.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+    /// Extra `pip install` arguments of the environment builder (an index URL).
+    pub pip_args: Vec<String>,
+}
+
+impl Default for KubernetesConfig {
+    fn default() -> Self {
+        Self {
+            clusters: BTreeMap::new(),
+            worker_image: format!("ghcr.io/ramen-mcp/ramen-worker:{}", env!("CARGO_PKG_VERSION")),
+            image_pull_policy: "IfNotPresent".into(),
+            control_plane_namespace: "ramen".into(),
+            nats_url: String::new(),
+            egress_cidrs: vec!["0.0.0.0/0".into()],
+            egress_ports: vec![443],
+            hpa_in_flight_metric: false,
+            trusted_proxies: Vec::new(),
+            bind_pod_ip: false,
+            poll_interval: Duration::from_secs(2),
+            pip_args: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClusterConfig {
+    /// `gcp` (GKE) or `aws` (EKS).
+    pub provider: String,
+    /// The cluster's region (`us-central1`, `us-east-1`); a regional cluster spans its zones.
+    pub region: String,
+    /// Locations this cluster serves beyond those its region holds (a zonal cluster, say).
+    pub zones: Vec<String>,
+    pub access: ClusterAccess,
+    /// `access = "kubeconfig"`: the file (empty = `$KUBECONFIG`, then `~/.kube/config`).
+    pub kubeconfig: String,
+    /// `access = "kubeconfig"`: the context (empty = the file's current context).
+    pub context: String,
+    /// GCP: the project of the workers' Google service accounts (Workload Identity).
+    pub project: String,
+    /// AWS: the account of the workers' IAM roles (IRSA).
+    pub account_id: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterAccess {
+    /// A kubeconfig file and context (the zone-manager runs outside the cluster).
+    #[default]
+    Kubeconfig,
+    /// The pod's own service account (the zone-manager runs in the cluster).
+    InCluster,
+}
+
+impl ClusterConfig {
+    /// Whether a zone at `location` (a GCP zone `us-central1-a`, an AWS availability zone
+    /// `us-east-1a`) runs in this cluster.
+    pub fn holds(&self, location: &str) -> bool {
+        if self.zones.iter().any(|z| z == location) {
+            return true;
+        }
+        match self.provider.as_str() {
+            // `<region>-<letter>`
+            "gcp" => location
+                .strip_prefix(self.region.as_str())
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|z| z.len() == 1 && z.chars().all(|c| c.is_ascii_lowercase())),
+            // `<region><letter>`
+            "aws" => location
+                .strip_prefix(self.region.as_str())
+                .is_some_and(|z| z.len() == 1 && z.chars().all(|c| c.is_ascii_lowercase())),
+            _ => false,
+        }
+    }
+}
+
+impl KubernetesConfig {
+    /// The cluster (name and settings) a zone of `provider` at `location` runs in.
+    pub fn cluster_for(&self, provider: &str, location: &str) -> Option<(&str, &ClusterConfig)> {
+        self.clusters
+            .iter()
+            .find(|(_, c)| c.provider == provider && c.holds(location))
+            .map(|(name, c)| (name.as_str(), c))
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        for (name, cluster) in &self.clusters {
+            let key = |field: &str| format!("kubernetes.clusters.{name}.{field}");
+            if !matches!(cluster.provider.as_str(), "gcp" | "aws") {
+                return Err(ConfigError::invalid(
+                    &key("provider"),
+                    format!("must be `gcp` or `aws`, not {:?}", cluster.provider),
+                ));
+            }
+            if cluster.region.is_empty() && cluster.zones.is_empty() {
+                return Err(ConfigError::invalid(
+                    &key("region"),
+                    "is required (the cluster's region, e.g. us-central1)",
+                ));
+            }
+            if cluster.access == ClusterAccess::InCluster
+                && !(cluster.kubeconfig.is_empty() && cluster.context.is_empty())
+            {
+                return Err(ConfigError::invalid(
+                    &key("access"),
+                    "`in-cluster` uses the pod's service account; remove kubeconfig and context",
+                ));
+            }
+        }
+        // Two clusters must not claim one location: a zone would land in either.
+        for (a, first) in &self.clusters {
+            for (b, second) in self.clusters.range::<String, _>((
+                std::ops::Bound::Excluded(a.clone()),
+                std::ops::Bound::Unbounded,
+            )) {
+                let same = first.provider == second.provider
+                    && (first.region == second.region && !first.region.is_empty()
+                        || first.zones.iter().any(|z| second.holds(z))
+                        || second.zones.iter().any(|z| first.holds(z)));
+                if same {
+                    return Err(ConfigError::invalid(
+                        &format!("kubernetes.clusters.{b}.region"),
+                        format!("claims the same locations as cluster `{a}`"),
+                    ));
+                }
+            }
+        }
+        if !self.clusters.is_empty() && self.worker_image.is_empty() {
+            return Err(ConfigError::invalid("kubernetes.worker_image", "must not be empty"));
+        }
+        if !matches!(self.image_pull_policy.as_str(), "IfNotPresent" | "Always" | "Never") {
+            return Err(ConfigError::invalid(
+                "kubernetes.image_pull_policy",
+                format!("must be IfNotPresent, Always or Never, not {:?}", self.image_pull_policy),
+            ));
+        }
+        if self.control_plane_namespace.is_empty() {
+            return Err(ConfigError::invalid("kubernetes.control_plane_namespace", "is required"));
+        }
+        for (field, list) in
+            [("egress_cidrs", &self.egress_cidrs), ("trusted_proxies", &self.trusted_proxies)]
+        {
+            for cidr in list {
+                if cidr.parse::<ipnet::IpNet>().is_err() {
+                    return Err(ConfigError::invalid(
+                        &format!("kubernetes.{field}"),
+                        format!("{cidr:?} is not a CIDR (like 10.0.0.0/8)"),
+                    ));
+                }
+            }
+        }
+        if self.egress_ports.contains(&0) {
+            return Err(ConfigError::invalid("kubernetes.egress_ports", "0 is not a port"));
+        }
+        if self.poll_interval < Duration::from_millis(50) {
+            return Err(ConfigError::invalid("kubernetes.poll_interval", "must be at least 50ms"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(provider: &str, region: &str) -> ClusterConfig {
+        ClusterConfig { provider: provider.into(), region: region.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn a_regional_cluster_holds_its_zones_and_no_others() {
+        let gke = cluster("gcp", "us-central1");
+        assert!(gke.holds("us-central1-a") && gke.holds("us-central1-f"));
+        assert!(!gke.holds("us-central1") && !gke.holds("us-central10-a"));
+        assert!(!gke.holds("us-central1-ab"));
+        let eks = cluster("aws", "us-east-1");
+        assert!(eks.holds("us-east-1a") && !eks.holds("us-east-1-a") && !eks.holds("us-east-12"));
+        let zonal = ClusterConfig { zones: vec!["europe-west4-b".into()], ..gke.clone() };
+        assert!(zonal.holds("europe-west4-b") && zonal.holds("us-central1-c"));
+    }
+
+    #[test]
+    fn clusters_are_found_by_provider_and_location() {
+        let mut config = KubernetesConfig::default();
+        config.clusters.insert("gke".into(), cluster("gcp", "us-central1"));
+        config.clusters.insert("eks".into(), cluster("aws", "us-east-1"));
+        assert_eq!(config.cluster_for("gcp", "us-central1-b").map(|c| c.0), Some("gke"));
+        assert_eq!(config.cluster_for("aws", "us-east-1c").map(|c| c.0), Some("eks"));
+        assert!(config.cluster_for("aws", "us-central1-b").is_none());
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        let check = |edit: &dyn Fn(&mut KubernetesConfig)| {
+            let mut config = KubernetesConfig::default();
+            config.clusters.insert("one".into(), cluster("gcp", "us-central1"));
+            edit(&mut config);
+            config.validate().unwrap_err().to_string()
+        };
+        let err = check(&|c| c.clusters.get_mut("one").unwrap().provider = "azure".into());
+        assert!(err.contains("kubernetes.clusters.one.provider"), "{err}");
+        let err = check(&|c| c.clusters.get_mut("one").unwrap().region.clear());
+        assert!(err.contains("kubernetes.clusters.one.region"), "{err}");
+        let err = check(&|c| {
+            c.clusters.insert("two".into(), cluster("gcp", "us-central1"));
+        });
+        assert!(err.contains("kubernetes.clusters.two.region") && err.contains("`one`"), "{err}");
+        let err = check(&|c| {
+            let one = c.clusters.get_mut("one").unwrap();
+            one.access = ClusterAccess::InCluster;
+            one.context = "x".into();
+        });
+        assert!(err.contains("kubernetes.clusters.one.access"), "{err}");
+        let err = check(&|c| c.egress_cidrs = vec!["10.0.0.0/33".into()]);
+        assert!(err.contains("kubernetes.egress_cidrs") && err.contains("10.0.0.0/33"), "{err}");
+        let err = check(&|c| c.image_pull_policy = "Sometimes".into());
+        assert!(err.contains("kubernetes.image_pull_policy"), "{err}");
+        let err = check(&|c| c.worker_image.clear());
+        assert!(err.contains("kubernetes.worker_image"), "{err}");
+    }
+}
