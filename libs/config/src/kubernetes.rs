@@ -49,6 +49,10 @@ pub struct KubernetesConfig {
     /// How often a rollout or teardown re-reads the cluster while it waits.
     #[serde(with = "humantime_serde")]
     pub poll_interval: Duration,
+    /// The worker image's interpreter, and directories of it every environment sees (a
+    /// preinstalled MCP SDK).
+    pub python: String,
+    pub site_packages: Vec<String>,
     /// Extra `pip install` arguments of the environment builder (an index URL).
     pub pip_args: Vec<String>,
 }
@@ -67,6 +71,8 @@ impl Default for KubernetesConfig {
             trusted_proxies: Vec::new(),
             bind_pod_ip: false,
             poll_interval: Duration::from_secs(2),
+            python: "/usr/bin/python3".into(),
+            site_packages: Vec::new(),
             pip_args: Vec::new(),
         }
     }

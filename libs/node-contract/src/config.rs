@@ -146,6 +146,10 @@ pub struct EnvironmentRef {
 pub const NODE_ID_VAR: &str = "RAMEN_NODE_ID";
 /// The address the node binds its listeners to (the pod IP).
 pub const BIND_HOST_VAR: &str = "RAMEN_NODE_BIND_HOST";
+/// The node's working directory (a volume of the pod).
+pub const WORKDIR_VAR: &str = "RAMEN_NODE_WORKDIR";
+/// The mounted policy file.
+pub const POLICY_FILE_VAR: &str = "RAMEN_NODE_POLICY_FILE";
 
 /// Reads a policy file; `None` when it does not exist (yet: a volume not mounted so far).
 pub fn read_policy(path: &Path) -> Result<Option<PolicyConfig>, NodeConfigError> {
@@ -191,16 +195,24 @@ impl NodeConfig {
     }
 
     /// The values one config file shared by every pod of a track cannot hold, from the
-    /// variables the pod spec sets: `RAMEN_NODE_ID` (the pod's name) and
-    /// `RAMEN_NODE_BIND_HOST` (the pod's IP, when nodes bind to it).
+    /// variables the pod spec sets: `RAMEN_NODE_ID` (the pod's name), `RAMEN_NODE_BIND_HOST`
+    /// (the pod's IP, when nodes bind to it), and the pod's own paths `RAMEN_NODE_WORKDIR` and
+    /// `RAMEN_NODE_POLICY_FILE` (its volumes).
     pub fn with_pod_overrides(
         mut self,
         var: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
-        if let Some(id) = var(NODE_ID_VAR).filter(|v| !v.is_empty()) {
+        let var = |name: &str| var(name).filter(|v| !v.is_empty());
+        if let Some(id) = var(NODE_ID_VAR) {
             self.node_id = id;
         }
-        if let Some(host) = var(BIND_HOST_VAR).filter(|v| !v.is_empty()) {
+        if let Some(dir) = var(WORKDIR_VAR) {
+            self.workdir = PathBuf::from(dir);
+        }
+        if let Some(file) = var(POLICY_FILE_VAR) {
+            self.policy_file = Some(PathBuf::from(file));
+        }
+        if let Some(host) = var(BIND_HOST_VAR) {
             let ip: std::net::IpAddr = host
                 .parse()
                 .map_err(|_| format!("{BIND_HOST_VAR}={host:?} is not an IP address"))?;
@@ -264,12 +276,16 @@ mod tests {
         let vars = |name: &str| match name {
             NODE_ID_VAR => Some("worker-7d9f-abcde".to_owned()),
             BIND_HOST_VAR => Some("10.4.0.17".to_owned()),
+            WORKDIR_VAR => Some("/var/lib/ramen/node".to_owned()),
+            POLICY_FILE_VAR => Some("/etc/ramen/policy/policy.toml".to_owned()),
             _ => None,
         };
         let config = NodeConfig::default().with_pod_overrides(vars).unwrap();
         assert_eq!(config.node_id, "worker-7d9f-abcde");
         assert_eq!(config.listen, "10.4.0.17:8000".parse().unwrap());
         assert_eq!(config.admin.ip(), config.grpc.ip());
+        assert_eq!(config.workdir, Path::new("/var/lib/ramen/node"));
+        assert_eq!(config.policy_file.as_deref(), Some(Path::new("/etc/ramen/policy/policy.toml")));
         let untouched = NodeConfig::default().with_pod_overrides(|_| None).unwrap();
         assert_eq!(untouched.listen, NodeConfig::default().listen);
         let bad = NodeConfig::default()

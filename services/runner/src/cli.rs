@@ -31,13 +31,17 @@ pub fn build_env(spec_path: PathBuf) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG as u8);
         }
     };
-    let spec: ramen_node_contract::environment::BuildSpec = match toml::from_str(&text) {
+    let mut spec: ramen_node_contract::environment::BuildSpec = match toml::from_str(&text) {
         Ok(spec) => spec,
         Err(err) => {
             eprintln!("ramen worker: invalid build spec {}: {err}", spec_path.display());
             return ExitCode::from(EXIT_CONFIG as u8);
         }
     };
+    // A pod's own scratch volume, as for a node.
+    if let Some(dir) = var(ramen_node_contract::WORKDIR_VAR).filter(|d| !d.is_empty()) {
+        spec.workdir = PathBuf::from(dir);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

@@ -87,12 +87,18 @@ impl Worker {
             node_metrics.runtime_restarts.clone(),
             stop.child_token(),
         );
-        // A mounted policy file (Kubernetes) is newer than the policy the config was written with.
-        let policy =
-            match config.read_policy_file().map_err(|e| WorkerError::Config(e.to_string()))? {
-                Some(policy) => policy,
-                None => config.policy.clone(),
-            };
+        // A mounted policy file (Kubernetes) is newer than the policy the config was written
+        // with; its node-local parts stay as configured, as with a pushed update.
+        let file = config.read_policy_file().map_err(|e| WorkerError::Config(e.to_string()))?;
+        let policy = match file {
+            Some(file) => crate::PolicyConfig {
+                require_key: config.policy.require_key,
+                allowed_origins: config.policy.allowed_origins.clone(),
+                verbose: config.policy.verbose,
+                ..file
+            },
+            None => config.policy.clone(),
+        };
         let policy = Policy::compile(policy).map_err(|e| WorkerError::Config(e.to_string()))?;
         let node = Arc::new(Node::new(
             settings(&config),

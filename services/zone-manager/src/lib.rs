@@ -1,5 +1,5 @@
-//! `zone-manager`: zones, placements (group × zone), the zone providers (local processes now;
-//! Kubernetes on GCP/AWS later, behind the same [`provider::ZoneProvider`] port), worker counts
+//! `zone-manager`: zones, placements (group × zone), the zone providers (local processes, and
+//! Kubernetes for GCP/AWS zones, behind one [`provider::ZoneProvider`] port), worker counts
 //! and sizes, IP rules, packages per zone, the local edge's endpoints and weights, and teardown
 //! as a resumable saga. See `docs/architecture.md` ("Zone manager").
 
@@ -20,7 +20,9 @@ use ramen_proto::zone::v1::zone_service_server::ZoneServiceServer;
 use ramen_service::{Platform, Running};
 
 use crate::manager::{Settings, ZoneManager};
+use crate::model::ProviderKind;
 use crate::provider::Providers;
+use crate::provider::kubernetes::{KubeSettings, KubernetesProvider};
 use crate::provider::local::{LocalProvider, LocalSettings, NodeAdmin};
 use ramen_clients::{AuthClient, GrpcAuth};
 
@@ -67,9 +69,17 @@ pub async fn start_with(
     ramen_service::ensure_event_stream(&platform.bus, &config.nats).await?;
     let (worker_events, worker_reports) = tokio::sync::mpsc::unbounded_channel();
     let nodes = NodeAdmin(Arc::new(ramen_clients::GrpcNode::new(platform.tickets.clone())));
-    let local = LocalSettings::from_config(config, nats_url(&platform), nodes)?;
+    let nats_url = nats_url(&platform);
+    let kube = Arc::new(KubeSettings::from_config(config, nats_url.clone(), nodes.clone()));
+    let local = LocalSettings::from_config(config, nats_url, nodes)?;
     let local = LocalProvider::new(local, platform.tasks.clone(), worker_events);
-    let providers = Providers::default().with(Arc::new(local));
+    let mut providers = Providers::default().with(Arc::new(local));
+    // A cloud is offered when a cluster is configured for it.
+    for kind in [ProviderKind::Gcp, ProviderKind::Aws] {
+        if kube.serves(kind) {
+            providers = providers.with(Arc::new(KubernetesProvider::new(kind, kube.clone())));
+        }
+    }
     let publisher = events::Publisher::new(platform.bus.clone());
     let manager = Arc::new(ZoneManager::new(
         db,

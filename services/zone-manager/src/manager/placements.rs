@@ -45,7 +45,7 @@ impl ZoneManager {
         let record = match self.find_placement(group, zone).await? {
             Some(existing) => existing.value,
             None => {
-                let names = provider.names(group, zone, &namespace);
+                let names = provider.names(group, &zone_record, &namespace);
                 self.create_placement(caller, &zone_record, group, namespace, names).await?
             }
         };

@@ -7,7 +7,9 @@
 //!
 //! Every operation is idempotent: calling it again after a crash finishes it.
 
+pub mod kubernetes;
 pub mod local;
+pub mod policy;
 mod types;
 
 use std::collections::HashMap;
@@ -18,7 +20,7 @@ use async_trait::async_trait;
 pub use types::*;
 
 use crate::error::Error;
-use crate::model::{PlacementRecord, ProviderKind};
+use crate::model::{PlacementRecord, ProviderKind, ZoneRecord};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
@@ -52,7 +54,7 @@ pub trait ZoneProvider: Send + Sync {
     fn kind(&self) -> ProviderKind;
 
     /// The names of a placement's resources, before anything is created.
-    fn names(&self, group: &str, zone: &str, namespace: &str) -> PlacementNames;
+    fn names(&self, group: &str, zone: &ZoneRecord, namespace: &str) -> PlacementNames;
 
     /// Creates or completes the namespace (working directory), identity and route.
     async fn ensure(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
@@ -98,8 +100,7 @@ pub trait ZoneProvider: Send + Sync {
     /// One teardown step; `Waiting` means call again later (e.g. a namespace still terminating).
     async fn teardown(
         &self,
-        group: &str,
-        zone: &str,
+        target: &TeardownTarget,
         step: TeardownAction,
     ) -> Result<StepOutcome, ProviderError>;
 }

@@ -126,6 +126,16 @@ pub enum TeardownAction {
     RemoveNamespace,
 }
 
+/// The placement a teardown step works on, from the teardown record (the placement record is
+/// gone before the last steps run).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TeardownTarget {
+    pub group: String,
+    pub zone: String,
+    /// The zone's location: which cluster holds a Kubernetes zone's resources.
+    pub region: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StepOutcome {
     Done(String),

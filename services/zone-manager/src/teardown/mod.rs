@@ -62,6 +62,10 @@ pub struct TeardownRecord {
     pub group: String,
     pub zone: String,
     pub provider: ProviderKind,
+    /// The zone's location (which cluster a Kubernetes zone's resources are in); kept here
+    /// because the placement record is gone before the last steps run.
+    #[serde(default)]
+    pub region: String,
     pub state: TeardownPhase,
     pub steps: Vec<StepRecord>,
     pub started_at_ms: i64,
@@ -76,7 +80,12 @@ pub struct TeardownRecord {
 }
 
 impl TeardownRecord {
-    fn new(group: &str, zone: &str, provider: ProviderKind, caller: &Caller) -> Self {
+    fn new(
+        group: &str,
+        zone: &str,
+        (provider, region): (ProviderKind, String),
+        caller: &Caller,
+    ) -> Self {
         let now = now_ms();
         let steps = STEPS
             .iter()
@@ -91,6 +100,7 @@ impl TeardownRecord {
             group: group.to_owned(),
             zone: zone.to_owned(),
             provider,
+            region,
             state: TeardownPhase::Running,
             steps,
             started_at_ms: now,
@@ -183,8 +193,8 @@ impl ZoneManager {
             Some(unfinished) if unfinished.state != TeardownPhase::Done => unfinished,
             _ => {
                 let provider = match (&placement, self.zone(zone).await) {
-                    (Some(p), _) => p.provider,
-                    (None, Ok(zone)) => zone.provider,
+                    (Some(p), _) => (p.provider, p.region.clone()),
+                    (None, Ok(zone)) => (zone.provider, zone.region),
                     (None, Err(_)) => {
                         return Err(Error::NotFound(format!(
                             "placement of group `{group}` in zone `{zone}`"

@@ -9,7 +9,7 @@ use super::{StepPhase, TeardownPhase, TeardownRecord};
 use crate::error::{Error, Result};
 use crate::manager::ZoneManager;
 use crate::model::now_ms;
-use crate::provider::{StepOutcome, TeardownAction};
+use crate::provider::{StepOutcome, TeardownAction, TeardownTarget};
 use crate::store::group_zone;
 
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
@@ -93,15 +93,24 @@ impl ZoneManager {
             .ok_or_else(|| Error::NotFound(format!("teardown of {id}")))
     }
 
+    /// A record written before teardowns kept the region reads it from the zone.
+    async fn teardown_target(&self, record: &TeardownRecord) -> TeardownTarget {
+        let region = match record.region.is_empty() {
+            false => record.region.clone(),
+            true => self.zone(&record.zone).await.map(|z| z.region).unwrap_or_default(),
+        };
+        TeardownTarget { group: record.group.clone(), zone: record.zone.clone(), region }
+    }
+
     async fn run_step(&self, record: &TeardownRecord, step: &str) -> Result<StepOutcome> {
         let provider = self.providers.get(record.provider, &record.zone)?;
-        let (group, zone) = (&record.group, &record.zone);
+        let target = self.teardown_target(record).await;
         let action = match step {
             "drain_workers" => {
                 // Waits for a rollout in progress on the placement to end first.
                 let lock = self.lock(&record.id());
                 let _guard = lock.lock().await;
-                return Ok(provider.teardown(group, zone, TeardownAction::DrainWorkers).await?);
+                return Ok(provider.teardown(&target, TeardownAction::DrainWorkers).await?);
             }
             "remove_route" => {
                 self.clear_edge_weights(&record.id()).await?;
@@ -115,7 +124,7 @@ impl ZoneManager {
                 return Err(Error::FailedPrecondition(format!("unknown teardown step `{other}`")));
             }
         };
-        Ok(provider.teardown(group, zone, action).await?)
+        Ok(provider.teardown(&target, action).await?)
     }
 
     async fn clear_edge_weights(&self, id: &str) -> Result<()> {

@@ -30,10 +30,10 @@ use ramen_lifecycle::TaskCenter;
 
 pub use settings::{LocalSettings, MemoryLimit, NodeAdmin, WorkerCommand};
 
-use crate::model::{PlacementRecord, ProviderKind};
+use crate::model::{PlacementRecord, ProviderKind, ZoneRecord};
 use crate::provider::{
     ConfigTemplate, PlacementNames, PolicyPush, ProviderError, RolloutPlan, RolloutReport,
-    StepOutcome, TeardownAction, WorkerEvents, WorkerView, ZoneProvider,
+    StepOutcome, TeardownAction, TeardownTarget, WorkerEvents, WorkerView, ZoneProvider,
 };
 use layout::Layout;
 use placement::LocalPlacement;
@@ -85,7 +85,7 @@ impl ZoneProvider for LocalProvider {
         ProviderKind::Local
     }
 
-    fn names(&self, group: &str, _zone: &str, _namespace: &str) -> PlacementNames {
+    fn names(&self, group: &str, _zone: &ZoneRecord, _namespace: &str) -> PlacementNames {
         PlacementNames {
             service_account: self.settings.user.clone(),
             route: format!("/mcp/{group}"),
@@ -147,10 +147,10 @@ impl ZoneProvider for LocalProvider {
 
     async fn teardown(
         &self,
-        group: &str,
-        zone: &str,
+        target: &TeardownTarget,
         step: TeardownAction,
     ) -> Result<StepOutcome, ProviderError> {
+        let (group, zone) = (target.group.as_str(), target.zone.as_str());
         let layout = Layout::new(&self.settings.root, zone, group);
         match step {
             TeardownAction::DrainWorkers => {

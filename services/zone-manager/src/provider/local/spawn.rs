@@ -115,7 +115,11 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
         drain_timeout: settings.drain_timeout,
         blob: settings.blob.clone(),
         snapshot: template.snapshot.clone(),
-        policy: super::policy::policy_config(record, settings, template.verbose),
+        policy: crate::provider::policy::policy_config(
+            record,
+            &settings.trusted_proxies,
+            template.verbose,
+        ),
         env: template.secrets.clone(),
         ..NodeConfig::default()
     }

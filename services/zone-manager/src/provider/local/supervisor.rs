@@ -162,10 +162,13 @@ impl Supervisor {
         if record.policy_version <= proc.policy_version {
             return;
         }
-        let policy = super::policy::node_policy(&record, &self.ctx.placement.settings);
+        let policy = crate::provider::policy::node_policy(
+            &record,
+            &self.ctx.placement.settings.trusted_proxies,
+        );
         let Some(ports) = proc.ports else { return };
         let nodes = &self.ctx.placement.settings.nodes;
-        match super::policy::push_one(nodes, &ports.grpc.to_string(), policy).await {
+        match crate::provider::policy::push_one(&*nodes.0, &ports.grpc.to_string(), policy).await {
             Ok(()) => proc.policy_version = record.policy_version,
             Err(err) => {
                 tracing::warn!(worker = %self.ctx.id, %err, "pushing the current policy failed")

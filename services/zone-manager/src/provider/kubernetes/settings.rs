@@ -1,0 +1,130 @@
+//! How the Kubernetes provider runs workers, resolved once from the configuration.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ramen_config::{ClusterConfig, Config, DrainMode, KubernetesConfig};
+use ramen_node_contract::BlobConfig;
+
+use crate::model::ProviderKind;
+use crate::provider::ProviderError;
+use crate::provider::local::NodeAdmin;
+
+/// The node's fixed ports inside a pod (the worker image's `EXPOSE`).
+pub const MCP_PORT: u16 = 8000;
+pub const ADMIN_PORT: u16 = 9090;
+pub const GRPC_PORT: u16 = 7105;
+
+#[derive(Clone, Debug)]
+pub struct KubeSettings {
+    pub kubernetes: KubernetesConfig,
+    /// Where workers fetch snapshots and environments: S3 in a real cluster.
+    pub blob: BlobConfig,
+    /// The bus as workers reach it; empty = no load reports.
+    pub nats_url: String,
+    pub drain_mode: DrainMode,
+    pub drain_timeout: Duration,
+    pub nodes: NodeAdmin,
+}
+
+impl KubeSettings {
+    pub fn from_config(config: &Config, nats_url: String, nodes: NodeAdmin) -> Self {
+        let kubernetes = config.kubernetes.clone();
+        let blob = if config.s3.bucket.is_empty() {
+            // Only pods sharing the control plane's disk read this (tests with a local kubelet).
+            BlobConfig { dir: Some(config.data_dir.join("blobs")), s3: None }
+        } else {
+            BlobConfig { dir: None, s3: Some(config.s3.clone()) }
+        };
+        let nats_url =
+            if kubernetes.nats_url.is_empty() { nats_url } else { kubernetes.nats_url.clone() };
+        Self {
+            kubernetes,
+            blob,
+            nats_url,
+            drain_mode: config.drain.mode,
+            drain_timeout: config.drain.timeout,
+            nodes,
+        }
+    }
+
+    /// Whether any cluster is configured for `kind` (else the provider is not offered).
+    pub fn serves(&self, kind: ProviderKind) -> bool {
+        self.kubernetes.clusters.values().any(|c| c.provider == kind.name())
+    }
+
+    /// The cluster a zone of `kind` at `region` runs in, or an error naming what to configure.
+    pub fn cluster(
+        &self,
+        kind: ProviderKind,
+        zone: &str,
+        region: &str,
+    ) -> Result<(&str, &ClusterConfig), ProviderError> {
+        self.kubernetes.cluster_for(kind.name(), region).ok_or_else(|| {
+            ProviderError::Failed(format!(
+                "no {} cluster holds zone `{zone}` (location {region:?}): add \
+                 [kubernetes.clusters.<name>] with provider = \"{}\" and the region that holds it",
+                kind.name(),
+                kind.name()
+            ))
+        })
+    }
+
+    pub fn python(&self) -> PathBuf {
+        PathBuf::from(&self.kubernetes.python)
+    }
+
+    pub fn site_packages(&self) -> Vec<PathBuf> {
+        self.kubernetes.site_packages.iter().map(PathBuf::from).collect()
+    }
+
+    /// How long a pod may take to stop: the node's drain, then a margin for the runtime.
+    pub fn grace_period_seconds(&self) -> i64 {
+        self.drain_timeout.as_secs() as i64 + 15
+    }
+}
+
+/// The identity workers of a placement run as, by cloud: a Google service account bound by
+/// Workload Identity, or an IAM role assumed through IRSA. Empty without a project / account.
+pub fn cloud_identity(
+    provider: ProviderKind,
+    cluster: &ClusterConfig,
+    group: &str,
+    zone: &str,
+) -> String {
+    match provider {
+        ProviderKind::Gcp if !cluster.project.is_empty() => {
+            format!("{}@{}.iam.gserviceaccount.com", gcp_account_id(group, zone), cluster.project)
+        }
+        ProviderKind::Aws if !cluster.account_id.is_empty() => {
+            format!("arn:aws:iam::{}:role/ramen-{group}-{zone}", cluster.account_id)
+        }
+        _ => String::new(),
+    }
+}
+
+/// A Google service account id is 6 to 30 characters: `ramen-<group>-<zone>` when it fits,
+/// else its start and a hash of the whole, so two placements never share one.
+pub fn gcp_account_id(group: &str, zone: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let full = format!("ramen-{group}-{zone}");
+    if full.len() <= 30 {
+        return full;
+    }
+    let hash = hex::encode(Sha256::digest(full.as_bytes()));
+    let head = full[..21].trim_end_matches('-');
+    format!("{head}-{}", &hash[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn service_account_ids_fit_and_stay_distinct() {
+        assert_eq!(super::gcp_account_id("team", "us-a"), "ramen-team-us-a");
+        let long = super::gcp_account_id("platform-tools", "us-central1-a");
+        let other = super::gcp_account_id("platform-tools", "us-central1-b");
+        assert!(long.len() <= 30 && other.len() <= 30, "{long} {other}");
+        assert_ne!(long, other);
+        assert!(long.starts_with("ramen-platform-tools"), "{long}");
+    }
+}
