@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::catalog::{Catalog, Kind};
+use crate::mcp::changes::{Change, Changes};
 use crate::mcp::jsonrpc;
 use crate::mcp::session::{Sessions, sse_event};
 use crate::metrics::NodeMetrics;
@@ -26,6 +27,9 @@ pub struct Settings {
     pub session_idle: Duration,
     pub server_name: String,
     pub instructions: Option<String>,
+    /// How long a 2026-07-28 client may treat a list (and `server/discover`) as fresh
+    /// (`ttlMs`); changes within it are announced on `subscriptions/listen`.
+    pub list_ttl: Duration,
 }
 
 impl Default for Settings {
@@ -38,6 +42,7 @@ impl Default for Settings {
             session_idle: Duration::from_secs(30 * 60),
             server_name: "ramen".into(),
             instructions: None,
+            list_ttl: Duration::from_secs(60),
         }
     }
 }
@@ -59,6 +64,8 @@ pub struct Node {
     catalog: ArcSwap<Catalog>,
     pub runtime: Runtime,
     pub sessions: Sessions,
+    /// List and resource changes for 2026-07-28 `subscriptions/listen` streams.
+    pub changes: Arc<Changes>,
     pub metrics: NodeMetrics,
     in_flight: AtomicUsize,
     draining: AtomicBool,
@@ -92,6 +99,7 @@ impl Node {
             catalog: ArcSwap::from_pointee(Catalog::default()),
             runtime,
             sessions: Sessions::default(),
+            changes: Arc::default(),
             metrics,
             in_flight: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
@@ -123,6 +131,9 @@ impl Node {
 
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
+        // Listen streams end gracefully now: their clients reconnect through the edge,
+        // which no longer routes here.
+        self.changes.publish(Change::Closing);
     }
 
     pub fn is_draining(&self) -> bool {
@@ -156,16 +167,16 @@ impl Node {
     }
 
     /// Compares what callers could see before with what they see now, and sends the
-    /// matching `notifications/*/list_changed` to every open session.
+    /// matching `notifications/*/list_changed` to every open session and listen stream.
     fn announce_changes(&self, catalog_before: &Catalog, policy_before: &Policy) {
         let catalog = self.catalog();
         let policy = self.policy();
         let changes = [
-            (Kind::Tools, "notifications/tools/list_changed"),
-            (Kind::Prompts, "notifications/prompts/list_changed"),
-            (Kind::Resources, "notifications/resources/list_changed"),
+            (Kind::Tools, "notifications/tools/list_changed", Change::Tools),
+            (Kind::Prompts, "notifications/prompts/list_changed", Change::Prompts),
+            (Kind::Resources, "notifications/resources/list_changed", Change::Resources),
         ];
-        for (kind, method) in changes {
+        for (kind, method, change) in changes {
             let before: Vec<_> = catalog_before.visible(kind, policy_before).collect();
             let now: Vec<_> = catalog.visible(kind, &policy).collect();
             let templates_changed = kind == Kind::Resources
@@ -174,6 +185,7 @@ impl Node {
                     .eq(catalog.visible(Kind::ResourceTemplates, &policy));
             if before != now || templates_changed {
                 self.sessions.broadcast(sse_event(&jsonrpc::notification(method, None)));
+                self.changes.publish(change);
             }
         }
     }

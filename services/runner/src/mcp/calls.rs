@@ -1,20 +1,28 @@
 //! One call into the runtime on behalf of a client request. The answer is plain JSON when the
 //! result comes first; the response becomes an SSE stream as soon as the runtime has
 //! something to say before the result (progress, a log line, a request to the client).
+//!
+//! A call answers to a [`Scope`]: a 2025-11-25 session (cancellable by
+//! `notifications/cancelled`, log level set by `logging/setLevel`, server→client requests
+//! relayed on the stream) or one stateless 2026-07-28 request (log level and capabilities
+//! from its `_meta`, no requests to the client: a missing capability is -32021, results
+//! carry `resultType`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
+use axum::http::StatusCode;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, OVERLOADED};
-use super::session::{Session, sse_event};
+use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, OVERLOADED};
+use super::modern::stateless::{self, Stateless};
+use super::session::{Session, log_level_rank, sse_event};
 use crate::node::{Node, Slot};
 use crate::runtime::{CANCELLED, CallEvent, RpcError};
 
@@ -27,6 +35,8 @@ pub struct Accepts {
 
 pub enum Reply {
     Json(String),
+    /// A JSON body with another status than 200 (2026-07-28 refusals: 400, 404).
+    Status(StatusCode, String),
     Sse(Body),
     /// At the in-flight cap: HTTP 503 with `Retry-After`.
     Overloaded(String),
@@ -51,8 +61,26 @@ pub struct RuntimeRequest {
     pub progress_token: Option<Box<RawValue>>,
     /// The client's `_meta`, passed through (tools see it as the request context's meta).
     pub meta: Option<String>,
-    /// The session's client description (see `Session::client`).
+    /// Who the client is (see `Session::client`; for a stateless request, its `_meta`).
     pub client: String,
+}
+
+/// Who a call answers to.
+#[derive(Clone)]
+pub enum Scope {
+    Session(Arc<Session>),
+    Stateless(Arc<Stateless>),
+}
+
+impl Scope {
+    fn wants_log(&self, level: &str) -> bool {
+        match self {
+            Scope::Session(session) => session.wants_log(level),
+            Scope::Stateless(request) => {
+                request.log_level.is_some_and(|min| log_level_rank(level).unwrap_or(u8::MAX) >= min)
+            }
+        }
+    }
 }
 
 impl RuntimeRequest {
@@ -79,7 +107,7 @@ impl RuntimeRequest {
 /// the call in the runtime and frees its slot.
 struct ActiveCall {
     node: Arc<Node>,
-    session: Arc<Session>,
+    scope: Scope,
     id: String,
     rid: u64,
     events: mpsc::Receiver<CallEvent>,
@@ -94,7 +122,9 @@ struct ActiveCall {
 
 impl Drop for ActiveCall {
     fn drop(&mut self) {
-        self.session.calls.lock().remove(&self.id);
+        if let Scope::Session(session) = &self.scope {
+            session.calls.lock().remove(&self.id);
+        }
         if !self.finished {
             self.node.runtime.abandon(self.rid);
             let seconds = self.started.elapsed().as_secs_f64();
@@ -106,7 +136,7 @@ impl Drop for ActiveCall {
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     node: &Arc<Node>,
-    session: &Arc<Session>,
+    scope: Scope,
     id: &RawValue,
     method: &str,
     package: String,
@@ -128,10 +158,12 @@ pub async fn run(
             return Reply::Json(jsonrpc::error(Some(&id_text), err.code, &err.message, None));
         }
     };
-    session.calls.lock().insert(id_text.clone(), rid);
+    if let Scope::Session(session) = &scope {
+        session.calls.lock().insert(id_text.clone(), rid);
+    }
     let mut call = ActiveCall {
         node: node.clone(),
-        session: session.clone(),
+        scope,
         id: id_text,
         rid,
         events,
@@ -145,17 +177,24 @@ pub async fn run(
     };
     loop {
         match call.events.recv().await {
-            None => return Reply::Json(call.finish(Err(lost()))),
-            Some(CallEvent::Done(outcome)) => return Reply::Json(call.finish(outcome)),
-            Some(event) => {
-                if let Some(first) = call.translate(event)
-                    && call.accepts.sse
-                {
-                    return Reply::Sse(stream(call, first));
-                }
-            }
+            None => return call.reply(Err(lost())),
+            Some(CallEvent::Done(outcome)) => return call.reply(outcome),
+            Some(event) => match call.translate(event) {
+                Step::Emit(first) if call.accepts.sse => return Reply::Sse(stream(call, first)),
+                Step::Emit(_) | Step::Skip => {}
+                Step::Finish(outcome) => return call.reply(outcome),
+            },
         }
     }
+}
+
+/// What one runtime event means for the client's response.
+enum Step {
+    /// An SSE event to send before the result.
+    Emit(Bytes),
+    Skip,
+    /// The call ends here, with this outcome (the runtime call is abandoned).
+    Finish(Result<Box<RawValue>, RpcError>),
 }
 
 fn lost() -> RpcError {
@@ -180,11 +219,14 @@ fn stream(call: ActiveCall, first: Bytes) -> Body {
                     let last = sse_event(&call.finish(outcome));
                     return Some((Ok(last), (call, None)));
                 }
-                Some(event) => {
-                    if let Some(bytes) = call.translate(event) {
-                        return Some((Ok(bytes), (call, None)));
+                Some(event) => match call.translate(event) {
+                    Step::Emit(bytes) => return Some((Ok(bytes), (call, None))),
+                    Step::Skip => {}
+                    Step::Finish(outcome) => {
+                        let last = sse_event(&call.finish(outcome));
+                        return Some((Ok(last), (call, None)));
                     }
-                }
+                },
             }
         }
     });
@@ -199,18 +241,37 @@ struct RuntimeMessage {
 }
 
 impl ActiveCall {
+    /// The final answer as a plain (non-stream) response.
+    fn reply(&mut self, outcome: Result<Box<RawValue>, RpcError>) -> Reply {
+        let status = match (&self.scope, &outcome) {
+            (Scope::Stateless(_), Err(err)) => stateless::error_status(err.code),
+            _ => StatusCode::OK,
+        };
+        let body = self.finish(outcome);
+        if status == StatusCode::OK { Reply::Json(body) } else { Reply::Status(status, body) }
+    }
+
     /// The JSON-RPC response for the runtime's outcome; records the metric.
     fn finish(&mut self, outcome: Result<Box<RawValue>, RpcError>) -> String {
         self.finished = true;
+        let modern = matches!(self.scope, Scope::Stateless(_));
         let (body, label) = match outcome {
             Ok(result) => {
                 let raw = result.get();
                 let tool_error = self.method == "tools/call"
                     && (raw.contains(r#""isError":true"#) || raw.contains(r#""isError": true"#));
-                (jsonrpc::result(&self.id, raw), if tool_error { "tool_error" } else { "ok" })
+                let label = if tool_error { "tool_error" } else { "ok" };
+                if modern {
+                    (jsonrpc::result(&self.id, &stateless::shape_result(&self.method, raw)), label)
+                } else {
+                    (jsonrpc::result(&self.id, raw), label)
+                }
             }
-            Err(err) => {
+            Err(mut err) => {
                 let label = if err.code == CANCELLED { "cancelled" } else { "error" };
+                if modern && err.code == stateless::LEGACY_RESOURCE_NOT_FOUND {
+                    err.code = INVALID_PARAMS; // 2026-07-28 retired -32002
+                }
                 (jsonrpc::error(Some(&self.id), err.code, &err.message, err.data.as_ref()), label)
             }
         };
@@ -223,49 +284,78 @@ impl ActiveCall {
         body
     }
 
-    /// Turns a runtime notification or request into an SSE event for the client, or `None`
-    /// when the client did not ask for it (no progress token, log level below its setting).
-    fn translate(&mut self, event: CallEvent) -> Option<Bytes> {
+    /// Turns a runtime notification or request into what the client sees: an SSE event,
+    /// nothing (no progress token, log level below its setting, not request-scoped), or the
+    /// end of the call (a stateless client lacks a capability the tool needs).
+    fn translate(&mut self, event: CallEvent) -> Step {
         match event {
-            CallEvent::Notification(raw) => {
-                let mut message: RuntimeMessage = serde_json::from_str(raw.get()).ok()?;
-                match message.method.as_str() {
-                    "notifications/progress" => {
-                        let token =
-                            serde_json::from_str(self.progress_token.as_ref()?.get()).ok()?;
-                        message.params.insert("progressToken".into(), token);
-                    }
-                    "notifications/message" => {
-                        let level =
-                            message.params.get("level").and_then(Value::as_str).unwrap_or("info");
-                        if !self.session.wants_log(level) {
-                            return None;
+            CallEvent::Notification(raw) => self.notification(&raw).map_or(Step::Skip, Step::Emit),
+            CallEvent::ServerRequest { rid, request } => match &self.scope {
+                Scope::Session(session) => {
+                    let session = session.clone();
+                    self.relay_request(&session, rid, &request).map_or(Step::Skip, Step::Emit)
+                }
+                Scope::Stateless(request_scope) => {
+                    match stateless::server_request(&self.node, request_scope, rid, &request) {
+                        None => Step::Skip,
+                        Some(err) => {
+                            self.node.runtime.abandon(self.rid);
+                            Step::Finish(Err(err))
                         }
                     }
-                    _ => {}
                 }
-                let params = serde_json::to_string(&message.params).ok()?;
-                Some(sse_event(&jsonrpc::notification(&message.method, Some(&params))))
+            },
+            CallEvent::Done(_) => Step::Skip,
+        }
+    }
+
+    fn notification(&mut self, raw: &RawValue) -> Option<Bytes> {
+        let mut message: RuntimeMessage = serde_json::from_str(raw.get()).ok()?;
+        match message.method.as_str() {
+            "notifications/progress" => {
+                let token = serde_json::from_str(self.progress_token.as_ref()?.get()).ok()?;
+                message.params.insert("progressToken".into(), token);
             }
-            CallEvent::ServerRequest { rid, request } => {
-                if !self.accepts.sse {
-                    let refusal = RpcError::new(
-                        INVALID_REQUEST,
-                        "the client accepts no event stream, so it cannot be asked anything",
-                    );
-                    self.node.runtime.respond(rid, Err(&refusal));
+            "notifications/message" => {
+                let level = message.params.get("level").and_then(Value::as_str).unwrap_or("info");
+                if !self.scope.wants_log(level) {
                     return None;
                 }
-                let message: RuntimeMessage = serde_json::from_str(request.get()).ok()?;
-                let sid = self.session.next_server_request_id();
-                self.session.server_requests.lock().insert(sid.clone(), rid);
-                let params = serde_json::to_string(&message.params).ok()?;
-                let method = serde_json::to_string(&message.method).ok()?;
-                Some(sse_event(&format!(
-                    r#"{{"jsonrpc":"2.0","id":{sid},"method":{method},"params":{params}}}"#
-                )))
             }
-            CallEvent::Done(_) => None,
+            "notifications/resources/updated" => {
+                if let Some(uri) = message.params.get("uri").and_then(Value::as_str) {
+                    self.node.changes.resource_updated(uri);
+                }
+                if matches!(self.scope, Scope::Stateless(_)) {
+                    return None; // delivered on subscriptions/listen streams only
+                }
+            }
+            // List changes are not about this request: the node re-lists and tells
+            // listeners. A session's stream still carries them, as it always did.
+            _ if matches!(self.scope, Scope::Stateless(_)) => return None,
+            _ => {}
         }
+        let params = serde_json::to_string(&message.params).ok()?;
+        Some(sse_event(&jsonrpc::notification(&message.method, Some(&params))))
+    }
+
+    /// Relays a tool's request (sampling, elicitation, roots) to a session's client.
+    fn relay_request(&mut self, session: &Session, rid: u64, request: &RawValue) -> Option<Bytes> {
+        if !self.accepts.sse {
+            let refusal = RpcError::new(
+                INVALID_REQUEST,
+                "the client accepts no event stream, so it cannot be asked anything",
+            );
+            self.node.runtime.respond(rid, Err(&refusal));
+            return None;
+        }
+        let message: RuntimeMessage = serde_json::from_str(request.get()).ok()?;
+        let sid = session.next_server_request_id();
+        session.server_requests.lock().insert(sid.clone(), rid);
+        let params = serde_json::to_string(&message.params).ok()?;
+        let method = serde_json::to_string(&message.method).ok()?;
+        Some(sse_event(&format!(
+            r#"{{"jsonrpc":"2.0","id":{sid},"method":{method},"params":{params}}}"#
+        )))
     }
 }

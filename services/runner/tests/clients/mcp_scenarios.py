@@ -251,16 +251,50 @@ async def sessions(url: str, key: str) -> dict[str, Any]:
         }
 
 
-async def auto(url: str, key: str) -> dict[str, Any]:
-    """The SDK's default mode probes `server/discover` first and falls back to initialize."""
+async def in_mode(url: str, key: str, mode: str) -> dict[str, Any]:
+    """One client `mode` (`legacy`: initialize; `auto`: discover, then whichever revision the
+    server offers; `2026-07-28`: stateless from the first request) against hello-repo."""
     rec = Recorder()
-    async with http_client(key, rec) as http, client(url, http, rec, mode="auto") as c:
-        result = await c.call_tool("notes.add", {"a": 1, "b": 1})
+    async with http_client(key, rec) as http, client(url, http, rec, mode=mode) as c:
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        tools = [t.name for t in (await c.list_tools()).tools]
+        add = await c.call_tool("notes.add", {"a": 1, "b": 1})
+        survey = await c.call_tool("weather.survey", {"city": "Oslo", "steps": 3}, progress_callback=on_progress)
+        read = await c.read_resource("weather://forecast/paris")
+        prompt = await c.get_prompt("notes.summarize", {"name": "broth"})
+        try:
+            await c.call_tool("notes.no_such_tool", {})
+            unknown: Any = None
+        except MCPError as exc:
+            unknown = error_of(exc)
         return {
             "posted": rec.posted_methods,
+            "session_ids": rec.session_ids,
             "protocol_version": c.protocol_version,
-            "add": dump(result),
+            "tools": tools,
+            "add": dump(add),
+            "survey": dump(survey),
+            "progress": progress,
+            "read": dump(read),
+            "prompt": dump(prompt),
+            "unknown_tool": unknown,
         }
+
+
+async def auto(url: str, key: str) -> dict[str, Any]:
+    return await in_mode(url, key, "auto")
+
+
+async def legacy(url: str, key: str) -> dict[str, Any]:
+    return await in_mode(url, key, "legacy")
+
+
+async def stateless(url: str, key: str) -> dict[str, Any]:
+    return await in_mode(url, key, "2026-07-28")
 
 
 async def outcome(call: Awaitable[Any]) -> dict[str, Any]:
@@ -346,7 +380,14 @@ def emit(value: dict[str, Any]) -> None:
     print(json.dumps(value), flush=True)
 
 
-SCENARIOS = {"e2e": e2e, "cancel": cancel, "sessions": sessions, "auto": auto}
+SCENARIOS = {
+    "e2e": e2e,
+    "cancel": cancel,
+    "sessions": sessions,
+    "auto": auto,
+    "legacy": legacy,
+    "stateless": stateless,
+}
 
 
 async def main(argv: list[str]) -> int:

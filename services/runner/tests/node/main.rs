@@ -1,6 +1,7 @@
 //! Integration tests of the worker node against the real Python runtime, driven over HTTP
 //! (raw requests for transport rules) and by the official Python MCP client.
 
+mod modern;
 mod pyclient;
 mod support;
 
@@ -12,4 +13,5 @@ mod errors;
 mod limits;
 mod official;
 mod reload;
+mod stateless;
 mod transport;
