@@ -287,7 +287,10 @@ async fn relist(node: Arc<Node>, token: CancellationToken) {
             continue; // a (re)start brings a fresh report of its own
         }
         match node.runtime.list().await {
-            Ok(report) => node.set_report(Arc::new(report), None),
+            Ok(report) => {
+                node.metrics.runtime_relists.inc();
+                node.set_report(Arc::new(report), None);
+            }
             Err(err) => {
                 tracing::warn!(code = err.code, message = %err.message, "re-listing the packages failed")
             }

@@ -136,6 +136,8 @@ class Adapter:
     kind = "generic"
     # the context of the lifespan's holding task, copied for each call (see lifespan.py)
     call_context: contextvars.Context | None = None
+    # set by the runtime once loaded: sends the node a call-less list_changed hint
+    hint: Any = None
 
     def __init__(self, package: str, server: Any, server_ref: str) -> None:
         self.package = package

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use client::{CANCELLED, CallEvent, INTERNAL, RpcError};
-pub use report::{LoadError, PackageReport, Report};
+pub use report::{LoadError, PackageReport, Report, ServerKind};
 
 use client::Calls;
 

@@ -285,6 +285,63 @@ async def in_mode(url: str, key: str, mode: str) -> dict[str, Any]:
         }
 
 
+async def fastmcp(url: str, key: str) -> dict[str, Any]:
+    """A fastmcp 4.x package (fm, runtime fixture fastmcp4-repo): session state follows the
+    session (legacy mode) and is per call without one (2026-07-28); `_meta` picks a
+    component version; progress and structured output in both modes."""
+    out: dict[str, Any] = {}
+    for mode in ("legacy", "2026-07-28"):
+        rec = Recorder()
+        async with http_client(key, rec) as http, client(url, http, rec, mode=mode) as c:
+            progress: list[float] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append(value)
+
+            remembered = await c.call_tool("fm.remember", {"value": f"kept in {mode}"})
+            recalled = await c.call_tool("fm.recall")
+            async with http_client(key, Recorder()) as http2, client(url, http2, Recorder(), mode=mode) as other:
+                elsewhere = await other.call_tool("fm.recall")
+            out[mode] = {
+                "protocol_version": c.protocol_version,
+                "session_ids": rec.session_ids,
+                "remember": dump(remembered),
+                "recall": dump(recalled),
+                "other_client_recall": dump(elsewhere),
+                "versioned": dump(await c.call_tool("fm.versioned")),
+                "versioned_v1": dump(await c.call_tool("fm.versioned", meta={"fastmcp": {"version": "1"}})),
+                "point": dump(await c.call_tool("fm.point", {"x": 3, "y": 4})),
+                "work": dump(await c.call_tool("fm.work", {"steps": 3}, progress_callback=on_progress)),
+                "progress": progress,
+                "refuse": dump(await c.call_tool("fm.refuse", {"reason": "no"})),
+                "info": dump(await c.read_resource("fm://info")),
+                "greet": dump(await c.get_prompt("fm.greet", {"name": "Ada"})),
+            }
+    return out
+
+
+async def time_server(url: str, key: str) -> dict[str, Any]:
+    """The reference stdio server mcp-server-time as a package, in both client modes."""
+    out: dict[str, Any] = {}
+    for mode in ("legacy", "2026-07-28"):
+        rec = Recorder()
+        async with http_client(key, rec) as http, client(url, http, rec, mode=mode) as c:
+            tools = {t.name: dump(t) for t in (await c.list_tools()).tools}
+            now = await c.call_tool("time.get_current_time", {"timezone": "UTC"})
+            converted = await c.call_tool(
+                "time.convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+            )
+            bad = await c.call_tool("time.get_current_time", {"timezone": "Mars/Olympus"})
+            out[mode] = {
+                "protocol_version": c.protocol_version,
+                "tools": tools,
+                "now": dump(now),
+                "converted": dump(converted),
+                "bad_zone": dump(bad),
+            }
+    return out
+
+
 async def auto(url: str, key: str) -> dict[str, Any]:
     return await in_mode(url, key, "auto")
 
@@ -387,6 +444,8 @@ SCENARIOS = {
     "auto": auto,
     "legacy": legacy,
     "stateless": stateless,
+    "fastmcp": fastmcp,
+    "time": time_server,
 }
 
 

@@ -10,6 +10,7 @@ mod blocking;
 mod crash;
 mod drain;
 mod errors;
+mod kinds;
 mod limits;
 mod official;
 mod reload;
