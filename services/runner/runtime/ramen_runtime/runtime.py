@@ -367,6 +367,7 @@ class Runtime:
     def _call(self, rid: Any, obj: dict[str, Any], adapter: Adapter, method: str, params: Any) -> Call:
         meta = obj.get("meta")
         client = obj.get("client")
+        inp = obj.get("input")
         return Call(
             rid,
             self,
@@ -375,6 +376,7 @@ class Runtime:
             meta if type(meta) is dict else None,
             client if type(client) is dict else None,
             adapter.types_mod,
+            inp if type(inp) is dict else None,
         )
 
     def spawn(self, rid: Any, coro: Any, adapter: Adapter | None = None) -> None:

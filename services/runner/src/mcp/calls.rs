@@ -63,6 +63,8 @@ pub struct RuntimeRequest {
     pub meta: Option<String>,
     /// Who the client is (see `Session::client`; for a stateless request, its `_meta`).
     pub client: String,
+    /// A 2026-07-28 retry's `{"inputResponses", "requestState"}` (multi-round-trip).
+    pub input: Option<String>,
 }
 
 /// Who a call answers to.
@@ -98,6 +100,10 @@ impl RuntimeRequest {
         }
         out.push_str(r#","client":"#);
         out.push_str(&self.client);
+        if let Some(input) = &self.input {
+            out.push_str(r#","input":"#);
+            out.push_str(input);
+        }
         out.push('}');
         out.into_bytes()
     }

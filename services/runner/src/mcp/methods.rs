@@ -196,6 +196,7 @@ async fn runtime_bound(
             .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
             .and_then(|m| m.progress_token),
         client: session.client.clone(),
+        input: None,
     };
     call_runtime(node, Scope::Session(session.clone()), id, method, call, accepts, started, |_| {
         Ok(())
@@ -210,6 +211,7 @@ pub(crate) struct Target<'a> {
     pub meta: Option<&'a RawValue>,
     pub progress_token: Option<Box<RawValue>>,
     pub client: String,
+    pub input: Option<String>,
 }
 
 /// Checks the target exists and is not blocked, lets `check` look at the catalog entry
@@ -270,6 +272,7 @@ pub(crate) async fn call_runtime(
         progress_token: call.progress_token,
         meta: call.meta.map(|m| m.get().to_owned()),
         client: call.client,
+        input: call.input,
     };
     calls::run(
         node,

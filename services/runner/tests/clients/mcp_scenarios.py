@@ -342,6 +342,46 @@ async def time_server(url: str, key: str) -> dict[str, Any]:
     return out
 
 
+async def multi_round(url: str, key: str) -> dict[str, Any]:
+    """The conformance fixture's multi-round-trip tools in 2026-07-28 mode: the client meets
+    each `InputRequiredResult` with its callbacks and retries on its own."""
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        field = next(iter(params.requested_schema["properties"]))
+        return types.ElicitResult(action="accept", content={field: "Ada" if field == "name" else "teal"})
+
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append("sampling")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Paris"), model="test-model"
+        )
+
+    rec = Recorder()
+    async with http_client(key, rec) as http:
+        c = Client(
+            streamable_http_client(url, http_client=http),
+            mode="2026-07-28",
+            cache=None,
+            elicitation_callback=on_elicit,
+            sampling_callback=on_sample,
+        )
+        async with c:
+            greeting = await c.call_tool("test_input_required_result_elicitation")
+            rounds = await c.call_tool("test_input_required_result_multi_round")
+            sampled = await c.call_tool("test_input_required_result_sampling")
+            prompt = await c.get_prompt("test_input_required_result_prompt")
+    return {
+        "greeting": dump(greeting),
+        "multi_round": dump(rounds),
+        "sampled": dump(sampled),
+        "prompt": dump(prompt),
+        "asked": asked,
+        "posted": rec.posted_methods,
+    }
+
+
 async def auto(url: str, key: str) -> dict[str, Any]:
     return await in_mode(url, key, "auto")
 
@@ -446,6 +486,7 @@ SCENARIOS = {
     "stateless": stateless,
     "fastmcp": fastmcp,
     "time": time_server,
+    "multi-round": multi_round,
 }
 
 

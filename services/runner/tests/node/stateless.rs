@@ -270,3 +270,19 @@ async fn tools_needing_an_undeclared_capability_get_32021() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_official_client_completes_multi_round_trips() {
+    let node = support::start("services/runner/tests/fixtures/conformance-repo", |_| {}).await;
+    let out = crate::pyclient::run("multi-round", &node.url).await;
+    let text = |v: &Value| v["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(text(&out["greeting"]), "Hello, Ada!", "{out}");
+    assert_eq!(text(&out["multi_round"]), "Ada likes teal", "two rounds, state carried: {out}");
+    assert!(text(&out["sampled"]).contains("Paris"), "{out}");
+    assert_eq!(out["prompt"]["messages"][0]["content"]["text"], "Prompt with context: teal");
+    let asked: Vec<&str> =
+        out["asked"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(asked.len(), 5, "{asked:?}");
+    let calls = out["posted"].as_array().unwrap().iter().filter(|m| *m == "tools/call").count();
+    assert_eq!(calls, 7, "each question is one more stateless request: {out}");
+}

@@ -210,6 +210,25 @@ fn list(node: &Node, id: &str, params: &Params, kind: Kind, field: &str) -> Resp
     }
 }
 
+/// `{"inputResponses": …, "requestState": …}` of a retried request, for the runtime (the
+/// package's own multi-round-trip flow), or `None` on a first round.
+fn input_json(params: &Params) -> Option<String> {
+    if params.input_responses.is_none() && params.request_state.is_none() {
+        return None;
+    }
+    let mut out = serde_json::Map::new();
+    if let Some(responses) = params.input_responses {
+        out.insert(
+            "inputResponses".into(),
+            serde_json::from_str(responses.get()).unwrap_or(Value::Null),
+        );
+    }
+    if let Some(state) = &params.request_state {
+        out.insert("requestState".into(), json!(state));
+    }
+    Some(Value::Object(out).to_string())
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn runtime_bound(
     node: &Arc<Node>,
@@ -236,6 +255,7 @@ async fn runtime_bound(
         meta: Some(envelope.meta),
         progress_token: envelope.progress_token.clone(),
         client: envelope.client_json(),
+        input: input_json(params),
     };
     let check = |catalog: &crate::catalog::Catalog| {
         if method != "tools/call" {
