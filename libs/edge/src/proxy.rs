@@ -130,8 +130,45 @@ async fn handle(
         if let Some(message) = stateless::blocked_target(&parts.headers, &blocked) {
             return blocked_answer(&body, &message);
         }
+        if let Some(node) = stateless::waiting_on(&body) {
+            return resume_on(&edge, &route, &node, client, parts, body).await;
+        }
     }
     place(&edge, &route, (&group, &environment), client, parts, body, stateless).await
+}
+
+/// A retry answering a question a node asked mid-call goes to that node, which holds the
+/// waiting call (no failover: no other node could resume it).
+async fn resume_on(
+    edge: &Edge,
+    route: &Route,
+    node: &str,
+    client: IpAddr,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> Response {
+    let found =
+        route.zones.iter().find_map(|z| z.workers.iter().find(|w| w.id == node).map(|w| (z, w)));
+    let gone = |body: &[u8]| {
+        let id = stateless::request_id(body);
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"the node that asked (requestState) is gone; call again without requestState"}}}}"#
+        );
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            text,
+        )
+            .into_response()
+    };
+    let Some((zone, worker)) = found else { return gone(&body) };
+    if !zone.ip_allow.is_empty() && !zone.ip_allow.iter().any(|n| n.contains(&client)) {
+        return refuse(StatusCode::FORBIDDEN, &format!("source address {client} is not allowed"));
+    }
+    match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
+        Ok(response) => response,
+        Err(_) => gone(&body),
+    }
 }
 
 /// A blocked target answers -32601 (the product's rule), as the node would.

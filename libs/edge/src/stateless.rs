@@ -54,6 +54,30 @@ fn decode(raw: &str) -> Option<Cow<'_, str>> {
     String::from_utf8(STANDARD.decode(encoded).ok()?).ok().map(Cow::Owned)
 }
 
+/// The node holding the call a retry resumes: a `params.requestState` the node issued
+/// (`r1.<token>.<node id>`) names it. `None` for first rounds and for states of the
+/// package's own (any node can resume those).
+pub fn waiting_on(body: &[u8]) -> Option<String> {
+    // Cheap test first: nearly every request carries no state at all.
+    if !body.windows(14).any(|w| w == b"\"requestState\"") {
+        return None;
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "requestState", borrow, default)]
+        request_state: Option<Cow<'a, str>>,
+    }
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow, default)]
+        params: Option<Params<'a>>,
+    }
+    let body: Body = serde_json::from_slice(body).ok()?;
+    let state = body.params?.request_state?;
+    let (token, node) = state.strip_prefix("r1.")?.split_once('.')?;
+    (token.len() == 32 && !node.is_empty()).then(|| node.to_owned())
+}
+
 /// The JSON-RPC id of a request body (raw JSON), `null` when it cannot be read.
 pub fn request_id(body: &[u8]) -> String {
     #[derive(Deserialize)]
@@ -107,6 +131,14 @@ mod tests {
         assert!(call("prompts/get", "weather.plan_trip"));
         assert!(!call("resources/read", "weather://cities"), "resources: the node decides");
         assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":"a-1","method":"x"}"#), r#""a-1""#);
+        let retry = br#"{"id":2,"method":"tools/call","params":{"name":"t","requestState":"r1.0123456789abcdef0123456789abcdef.b-1"}}"#;
+        assert_eq!(waiting_on(retry).as_deref(), Some("b-1"));
+        assert_eq!(
+            waiting_on(br#"{"params":{"requestState":"eyJzdGF0ZSI6MX0.sig"}}"#),
+            None,
+            "the package's own"
+        );
+        assert_eq!(waiting_on(br#"{"params":{"name":"t"}}"#), None);
         assert_eq!(request_id(b"{nope"), "null");
     }
 }

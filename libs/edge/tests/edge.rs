@@ -22,9 +22,9 @@ use tempfile::TempDir;
 
 const KEY: &str = "rk_edge_test";
 
-async fn node(dir: &Path, zone: &str, ip_allow: &[&str]) -> Worker {
+async fn node(dir: &Path, zone: &str, ip_allow: &[&str], repo: &str) -> Worker {
     let blob = LocalDirStore::open(dir.join("blobs")).unwrap();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-repo");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(repo);
     let archive = pack_dir(&repo).unwrap();
     let digest = hex::encode(Sha256::digest(&archive));
     let key = "groups/g/snapshots/c1.tar.gz".to_owned();
@@ -81,8 +81,15 @@ fn zone_route(zone: &str, worker: &Worker, weight: u32, rules: &[&str]) -> ZoneR
 }
 
 async fn setup(node_rules: &[&str]) -> Setup {
+    setup_on("examples/hello-repo", node_rules).await
+}
+
+async fn setup_on(repo: &str, node_rules: &[&str]) -> Setup {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = tokio::join!(node(da.path(), "a", node_rules), node(db.path(), "b", node_rules));
+    let (a, b) = tokio::join!(
+        node(da.path(), "a", node_rules, repo),
+        node(db.path(), "b", node_rules, repo)
+    );
     let directory = Arc::new(StaticDirectory::default());
     directory.set(
         "g",
@@ -454,4 +461,53 @@ async fn listen_streams_pass_through_the_edge() {
         change.contains("notifications/tools/list_changed"),
         "unbuffered through the edge: {change}"
     );
+}
+
+#[tokio::test]
+async fn a_retry_answering_a_question_goes_to_the_node_that_asked() {
+    let mut setup = setup_on("services/runner/tests/fixtures/conformance-repo", &[]).await;
+    let client = Client::new(&setup.edge_url);
+    let caps = json!({"elicitation": {}});
+    let ask = |id: u64, extra: Value| {
+        let mut params = json!({"name": "test_elicitation", "arguments": {"message": "Who?"}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let mut request = stateless(&client, id, "tools/call", params.clone());
+        // The envelope with the elicitation capability (stateless() declares none).
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        });
+        request = request.body(
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params}).to_string(),
+        );
+        request
+    };
+    let mut holders = std::collections::HashSet::new();
+    for round in 0..8u64 {
+        let first: Value = ask(round * 2, json!({})).send().await.unwrap().json().await.unwrap();
+        let asked = &first["result"];
+        assert_eq!(asked["resultType"], "input_required", "{first}");
+        let state = asked["requestState"].as_str().unwrap().to_owned();
+        holders.insert(state.rsplit('.').next().unwrap().to_owned());
+        let key = asked["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        let answer = json!({"action": "accept", "content": {"username": "ada", "email": "e"}});
+        let retry = json!({"requestState": state, "inputResponses": {key: answer}});
+        let done: Value = ask(round * 2 + 1, retry).send().await.unwrap().json().await.unwrap();
+        let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("ada"), "the retry reached the node holding the call: {done}");
+    }
+    assert_eq!(holders.len(), 2, "first rounds are spread over both nodes: {holders:?}");
+
+    // The node holding the call is gone: the edge says so instead of guessing another.
+    let first: Value =
+        ask(100, json!({})).header("ramen-zone", "a").send().await.unwrap().json().await.unwrap();
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(state.ends_with(".a-1"), "{state}");
+    setup.a.take().unwrap().stop_now().await;
+    let retry = json!({"requestState": state, "inputResponses": {}});
+    let gone: Value = ask(101, retry).send().await.unwrap().json().await.unwrap();
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert_eq!(gone["id"], 101);
 }

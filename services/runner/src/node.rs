@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::catalog::{Catalog, Kind};
 use crate::mcp::changes::{Change, Changes};
 use crate::mcp::jsonrpc;
+use crate::mcp::modern::park::Parked;
 use crate::mcp::session::{Sessions, sse_event};
 use crate::metrics::NodeMetrics;
 use crate::policy::Policy;
@@ -66,6 +67,8 @@ pub struct Node {
     pub sessions: Sessions,
     /// List and resource changes for 2026-07-28 `subscriptions/listen` streams.
     pub changes: Arc<Changes>,
+    /// Stateless calls waiting for their client's answer (2026-07-28 multi-round-trip).
+    pub parked: Parked,
     pub metrics: NodeMetrics,
     in_flight: AtomicUsize,
     draining: AtomicBool,
@@ -93,6 +96,7 @@ impl Node {
         metrics: NodeMetrics,
     ) -> Self {
         Self {
+            parked: Parked::new(&identity.node_id, settings.max_sessions),
             settings,
             identity,
             policy: ArcSwap::from_pointee(policy),

@@ -214,6 +214,7 @@ impl Worker {
             self.node.sessions.remove(&id);
         }
         self.node.changes.publish(crate::mcp::changes::Change::Closing);
+        self.node.parked.clear();
         self.stop.cancel();
         if let Err(err) = self.tasks.shutdown(Duration::from_secs(5)).await {
             tracing::warn!(%err, "background tasks did not stop in time");
@@ -308,6 +309,10 @@ async fn expire_sessions(node: Arc<Node>, token: CancellationToken) {
                 if expired > 0 {
                     tracing::debug!(expired, "idle sessions expired");
                     node.metrics.sessions.set(node.sessions.len() as i64);
+                }
+                let unanswered = node.parked.expire(crate::mcp::modern::park::WAIT);
+                if unanswered > 0 {
+                    tracing::debug!(unanswered, "calls waiting for their clients' answers cancelled");
                 }
             }
         }

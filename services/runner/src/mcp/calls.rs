@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, OVERLOADED};
-use super::modern::stateless::{self, Stateless};
+use super::modern::park::Question;
+use super::modern::stateless::{self, Asked, Stateless};
 use super::session::{Session, log_level_rank, sse_event};
 use crate::node::{Node, Slot};
 use crate::runtime::{CANCELLED, CallEvent, RpcError};
@@ -109,15 +110,17 @@ impl RuntimeRequest {
     }
 }
 
-/// A call in flight. Dropping it before the result arrived (the client went away) cancels
-/// the call in the runtime and frees its slot.
-struct ActiveCall {
+/// A call in flight. Dropping it before the result arrived (the client went away, or it
+/// waited too long for its client's answer) cancels the call in the runtime and frees its
+/// slot.
+pub(crate) struct ActiveCall {
     node: Arc<Node>,
     scope: Scope,
     id: String,
     rid: u64,
     events: mpsc::Receiver<CallEvent>,
-    _slot: Slot,
+    /// `None` while the call waits for its client (2026-07-28 multi-round-trip).
+    slot: Option<Slot>,
     finished: bool,
     method: String,
     package: String,
@@ -167,13 +170,13 @@ pub async fn run(
     if let Scope::Session(session) = &scope {
         session.calls.lock().insert(id_text.clone(), rid);
     }
-    let mut call = ActiveCall {
+    let call = ActiveCall {
         node: node.clone(),
         scope,
         id: id_text,
         rid,
         events,
-        _slot: slot,
+        slot: Some(slot),
         finished: false,
         method: method.to_owned(),
         package,
@@ -181,6 +184,13 @@ pub async fn run(
         progress_token: request.progress_token,
         accepts,
     };
+    drive(call).await
+}
+
+/// Turns a call's events into the client's response: the result as JSON, or an SSE stream
+/// once there is something to say first; a stateless call whose tool asks its client
+/// something is parked and answered with the question.
+pub(crate) async fn drive(mut call: ActiveCall) -> Reply {
     loop {
         match call.events.recv().await {
             None => return call.reply(Err(lost())),
@@ -189,6 +199,7 @@ pub async fn run(
                 Step::Emit(first) if call.accepts.sse => return Reply::Sse(stream(call, first)),
                 Step::Emit(_) | Step::Skip => {}
                 Step::Finish(outcome) => return call.reply(outcome),
+                Step::Park(question) => return call.park(question),
             },
         }
     }
@@ -201,6 +212,8 @@ enum Step {
     Skip,
     /// The call ends here, with this outcome (the runtime call is abandoned).
     Finish(Result<Box<RawValue>, RpcError>),
+    /// The tool asks the client of a stateless call: the call waits, the response asks.
+    Park(Question),
 }
 
 fn lost() -> RpcError {
@@ -208,33 +221,36 @@ fn lost() -> RpcError {
 }
 
 fn stream(call: ActiveCall, first: Bytes) -> Body {
-    let events = futures::stream::unfold((call, Some(first)), |(mut call, first)| async move {
+    let state = (Some(call), Some(first));
+    let events = futures::stream::unfold(state, |(call, first)| async move {
+        let mut call = call?;
         if let Some(first) = first {
-            return Some((Ok::<_, Infallible>(first), (call, None)));
+            return Some((Ok::<_, Infallible>(first), (Some(call), None)));
         }
         if call.finished {
             return None;
         }
-        loop {
+        let last = loop {
             match call.events.recv().await {
-                None => {
-                    let last = sse_event(&call.finish(Err(lost())));
-                    return Some((Ok(last), (call, None)));
-                }
-                Some(CallEvent::Done(outcome)) => {
-                    let last = sse_event(&call.finish(outcome));
-                    return Some((Ok(last), (call, None)));
-                }
+                None => break call.finish(Err(lost())),
+                Some(CallEvent::Done(outcome)) => break call.finish(outcome),
                 Some(event) => match call.translate(event) {
-                    Step::Emit(bytes) => return Some((Ok(bytes), (call, None))),
+                    Step::Emit(bytes) => return Some((Ok(bytes), (Some(call), None))),
                     Step::Skip => {}
-                    Step::Finish(outcome) => {
-                        let last = sse_event(&call.finish(outcome));
-                        return Some((Ok(last), (call, None)));
+                    Step::Finish(outcome) => break call.finish(outcome),
+                    Step::Park(question) => {
+                        let body = match call.park(question) {
+                            Reply::Json(body)
+                            | Reply::Status(_, body)
+                            | Reply::Overloaded(body) => body,
+                            Reply::Sse(_) => unreachable!("a parked call answers with JSON"),
+                        };
+                        return Some((Ok(sse_event(&body)), (None, None)));
                     }
                 },
             }
-        }
+        };
+        Some((Ok(sse_event(&last)), (Some(call), None)))
     });
     Body::from_stream(events)
 }
@@ -303,11 +319,12 @@ impl ActiveCall {
                 }
                 Scope::Stateless(request_scope) => {
                     match stateless::server_request(&self.node, request_scope, rid, &request) {
-                        None => Step::Skip,
-                        Some(err) => {
+                        Asked::Answered => Step::Skip,
+                        Asked::Refused(err) => {
                             self.node.runtime.abandon(self.rid);
                             Step::Finish(Err(err))
                         }
+                        Asked::Client(question) => Step::Park(question),
                     }
                 }
             },
@@ -343,6 +360,52 @@ impl ActiveCall {
         }
         let params = serde_json::to_string(&message.params).ok()?;
         Some(sse_event(&jsonrpc::notification(&message.method, Some(&params))))
+    }
+
+    /// Leaves the call waiting for its client's answer (its slot freed) and answers the
+    /// request with the question (`InputRequiredResult`).
+    fn park(mut self, question: Question) -> Reply {
+        self.slot = None;
+        let node = self.node.clone();
+        let id = self.id.clone();
+        let seconds = self.started.elapsed().as_secs_f64();
+        node.metrics.record(&self.method, &self.package, "input_required", seconds);
+        match node.parked.park(self, question) {
+            Ok(result) => Reply::Json(jsonrpc::result(&id, &result)),
+            Err(refusal) => {
+                Reply::Overloaded(jsonrpc::error(Some(&id), OVERLOADED, &refusal, None))
+            }
+        }
+    }
+
+    /// The scope a parked call was asked under (what its retry must match).
+    pub(crate) fn stateless_scope(&self) -> Option<&Stateless> {
+        match &self.scope {
+            Scope::Stateless(scope) => Some(scope),
+            Scope::Session(_) => None,
+        }
+    }
+
+    pub(crate) fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// A parked call answers the client's retry `id` from here on.
+    pub(crate) fn resume(
+        mut self,
+        id: &RawValue,
+        slot: Slot,
+        scope: Scope,
+        accepts: Accepts,
+        progress_token: Option<Box<RawValue>>,
+    ) -> Self {
+        self.id = id.get().to_owned();
+        self.slot = Some(slot);
+        self.scope = scope;
+        self.accepts = accepts;
+        self.progress_token = progress_token;
+        self.started = Instant::now();
+        self
     }
 
     /// Relays a tool's request (sampling, elicitation, roots) to a session's client.

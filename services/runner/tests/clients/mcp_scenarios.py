@@ -349,8 +349,8 @@ async def multi_round(url: str, key: str) -> dict[str, Any]:
 
     async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
-        field = next(iter(params.requested_schema["properties"]))
-        return types.ElicitResult(action="accept", content={field: "Ada" if field == "name" else "teal"})
+        fields = params.requested_schema["properties"]
+        return types.ElicitResult(action="accept", content={f: "Ada" if f in ("name", "username") else "teal" for f in fields})
 
     async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         asked.append("sampling")
@@ -372,7 +372,12 @@ async def multi_round(url: str, key: str) -> dict[str, Any]:
             rounds = await c.call_tool("test_input_required_result_multi_round")
             sampled = await c.call_tool("test_input_required_result_sampling")
             prompt = await c.get_prompt("test_input_required_result_prompt")
+            # Tools written for sessions, asking mid-call: the node asks for them.
+            elicited = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+            sampled_mid_call = await c.call_tool("test_sampling", {"prompt": "Capital of France?"})
     return {
+        "elicited": dump(elicited),
+        "sampled_mid_call": dump(sampled_mid_call),
         "greeting": dump(greeting),
         "multi_round": dump(rounds),
         "sampled": dump(sampled),

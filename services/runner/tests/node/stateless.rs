@@ -280,9 +280,77 @@ async fn the_official_client_completes_multi_round_trips() {
     assert_eq!(text(&out["multi_round"]), "Ada likes teal", "two rounds, state carried: {out}");
     assert!(text(&out["sampled"]).contains("Paris"), "{out}");
     assert_eq!(out["prompt"]["messages"][0]["content"]["text"], "Prompt with context: teal");
+    // A tool written the session way (ctx.elicit, create_message): the node keeps the call
+    // waiting, asks with an InputRequiredResult, and resumes it with the client's answer.
+    assert_eq!(
+        text(&out["elicited"]),
+        r#"User response: action=accept, content={"username":"Ada","email":"teal"}"#,
+        "{out}"
+    );
+    assert_eq!(text(&out["sampled_mid_call"]), "LLM response: Paris", "{out}");
     let asked: Vec<&str> =
         out["asked"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
-    assert_eq!(asked.len(), 5, "{asked:?}");
+    assert_eq!(asked.len(), 7, "{asked:?}");
+    assert!(asked.contains(&"Who are you?"), "{asked:?}");
     let calls = out["posted"].as_array().unwrap().iter().filter(|m| *m == "tools/call").count();
-    assert_eq!(calls, 7, "each question is one more stateless request: {out}");
+    assert_eq!(calls, 11, "each question is one more stateless request: {out}");
+    assert!(node.node().parked.is_empty(), "no call left waiting");
+}
+
+#[tokio::test]
+async fn a_call_asking_mid_call_waits_for_the_retry() {
+    let node = support::start("services/runner/tests/fixtures/conformance-repo", |_| {}).await;
+    let client = Modern::new(&node.url);
+    let elicit = |extra: Value| {
+        let mut params = json!({"name": "test_elicitation", "arguments": {"message": "Who?"},
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        params
+    };
+    let first = client.call("tools/call", elicit(json!({}))).await;
+    let asked = result(&first);
+    assert_eq!(asked["resultType"], "input_required", "{}", first.body);
+    let (key, question) = asked["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    assert_eq!(question["params"]["message"], "Who?");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(state.starts_with("r1.") && state.ends_with(".node-1"), "{state}");
+    assert_eq!(node.node().parked.len(), 1);
+    assert_eq!(node.node().in_flight(), 0, "a waiting call holds no in-flight slot");
+
+    // A retry must be the same request: another tool cannot pick the call up.
+    let other = json!({"name": "test_simple_text", "arguments": {}, "requestState": state});
+    let refused = client.call("tools/call", other).await;
+    assert_eq!(refused.body["error"]["code"], -32602, "{}", refused.body);
+    assert_eq!(node.node().parked.len(), 1, "still waiting");
+
+    // Without the answer the call asks again, under a new state; the old one is spent.
+    let again = client.call("tools/call", elicit(json!({"requestState": state}))).await;
+    let state2 = result(&again)["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state2, state);
+    assert!(
+        result(&again)["inputRequests"].get(key).is_some(),
+        "the same question: {}",
+        again.body
+    );
+    let spent = client.call("tools/call", elicit(json!({"requestState": state}))).await;
+    assert_eq!(spent.body["error"]["code"], -32602, "{}", spent.body);
+
+    let answer =
+        json!({"action": "accept", "content": {"username": "ada", "email": "a@example.com"}});
+    let done = client
+        .call(
+            "tools/call",
+            elicit(json!({"requestState": state2, "inputResponses": {key: answer}})),
+        )
+        .await;
+    assert_eq!(result(&done)["resultType"], "complete", "{}", done.body);
+    let text = result(&done)["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#""username":"ada""#), "{text}");
+    assert!(node.node().parked.is_empty());
+    let forged = format!("r1.{}.node-1", "0".repeat(32));
+    let forged = client.call("tools/call", elicit(json!({"requestState": forged}))).await;
+    assert_eq!(forged.body["error"]["code"], -32602, "{}", forged.body);
 }

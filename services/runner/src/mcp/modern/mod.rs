@@ -8,6 +8,7 @@
 pub mod envelope;
 mod listen;
 mod params;
+pub mod park;
 pub mod stateless;
 
 use std::sync::Arc;
@@ -248,7 +249,26 @@ async fn runtime_bound(
     let scope = Scope::Stateless(Arc::new(Stateless {
         log_level: envelope.log_level,
         capabilities: envelope.capabilities.get().to_owned(),
+        target: target.to_owned(),
+        principal: principal(headers),
     }));
+    if let Some(state) = params.request_state.as_deref() {
+        match node.parked.take(state, method, target, &principal(headers)) {
+            Ok(waiting) => {
+                let answers = params.input_responses;
+                let progress = envelope.progress_token.clone();
+                return resume(node, id, waiting, answers, scope, accepts, progress).await;
+            }
+            Err(park::Unknown::NotOurs) => {} // the package's own state: it resumes itself
+            Err(park::Unknown::Gone(message)) => {
+                node.metrics.record(method, "", "error", started.elapsed().as_secs_f64());
+                return json_response(
+                    StatusCode::OK,
+                    jsonrpc::error(Some(id.get()), INVALID_PARAMS, &message, None),
+                );
+            }
+        }
+    }
     let call = Target {
         target,
         arguments: params.arguments,
@@ -271,4 +291,51 @@ async fn runtime_bound(
     };
     let reply = methods::call_runtime(node, scope, id, method, call, accepts, started, check).await;
     into_response(reply)
+}
+
+/// Who sent a request, for binding a waiting call to its client: a digest of the
+/// `Authorization` header (the MCP key), never the key itself.
+fn principal(headers: &HeaderMap) -> String {
+    use sha2::Digest;
+    let auth = headers.get(axum::http::header::AUTHORIZATION).map_or(&b""[..], |v| v.as_bytes());
+    hex::encode(sha2::Sha256::digest(auth))
+}
+
+/// A retry of a call that waits for its client: hand the tool the answer and go on. Without
+/// an answer to the question the call waits again, asking the same.
+async fn resume(
+    node: &Arc<Node>,
+    id: &RawValue,
+    waiting: park::Waiting,
+    answers: Option<&RawValue>,
+    scope: Scope,
+    accepts: Accepts,
+    progress_token: Option<Box<RawValue>>,
+) -> Response {
+    let park::Waiting { call, question, .. } = waiting;
+    let key = question.key();
+    let answer = answers
+        .and_then(|a| serde_json::from_str::<serde_json::Map<String, Value>>(a.get()).ok())
+        .and_then(|mut a| a.remove(&key));
+    let Some(answer) = answer.and_then(|a| serde_json::value::to_raw_value(&a).ok()) else {
+        let reask = match node.parked.park(call, question) {
+            Ok(result) => jsonrpc::result(id.get(), &result),
+            Err(refusal) => jsonrpc::error(Some(id.get()), OVERLOADED, &refusal, None),
+        };
+        return json_response(StatusCode::OK, reask);
+    };
+    let Some(slot) = node.try_slot() else {
+        let _ = node.parked.park(call, question); // still waiting: the client may retry
+        let message =
+            format!("node at its cap of {} calls in flight; retry", node.settings.in_flight_cap);
+        return into_response(Reply::Overloaded(jsonrpc::error(
+            Some(id.get()),
+            OVERLOADED,
+            &message,
+            None,
+        )));
+    };
+    node.runtime.respond(question.rid, Ok(&answer));
+    let call = call.resume(id, slot, scope, accepts, progress_token);
+    into_response(crate::mcp::calls::drive(call).await)
 }

@@ -1,8 +1,9 @@
 //! What a call into the runtime does differently when it answers a stateless 2026-07-28
 //! request: results carry `resultType` (and `resources/read` its cache hints), the retired
-//! `-32002` becomes `-32602`, and a tool's request to the client is answered by the node —
-//! `ping` at once, anything needing a capability the request did not declare with -32021
-//! (HTTP 400), which also ends the call.
+//! `-32002` becomes `-32602`, and a tool's request to the client never goes out as a
+//! request: `ping` is answered at once, anything needing a capability the request did not
+//! declare ends the call with -32021 (HTTP 400), and a declared one is asked the 2026-07-28
+//! way — the call waits (`park`) and the response is an `InputRequiredResult`.
 
 use std::borrow::Cow;
 
@@ -12,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_VERSION};
+use super::park::Question;
 use crate::mcp::jsonrpc::METHOD_NOT_FOUND;
 use crate::node::Node;
 use crate::runtime::RpcError;
@@ -19,13 +21,27 @@ use crate::runtime::RpcError;
 /// The resource-not-found code of 2025-11-25 and earlier (the runtime's).
 pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 
-/// What the node knows of a stateless request's client.
+/// What the node knows of a stateless request and its client.
 #[derive(Debug, Default)]
 pub struct Stateless {
     /// Minimum rank of `notifications/message` to pass on; `None`: the request asked for none.
     pub log_level: Option<u8>,
     /// `io.modelcontextprotocol/clientCapabilities`, raw.
     pub capabilities: String,
+    /// The tool, prompt or resource the request names (a retry must name the same).
+    pub target: String,
+    /// Who sent it: a digest of its `Authorization` header (a retry must come from the same).
+    pub principal: String,
+}
+
+/// What became of a tool's request to the client.
+pub enum Asked {
+    /// The node answered it (ping) or refused it to the tool.
+    Answered,
+    /// The client lacks the capability: the call ends with this error.
+    Refused(RpcError),
+    /// The client can answer: ask it (the call waits).
+    Client(Question),
 }
 
 /// The HTTP status of a stateless error answer.
@@ -112,23 +128,17 @@ fn covers(declared: &Value, required: &Value) -> bool {
     })
 }
 
-/// Answers a tool's request to the client of a stateless call. `Some(error)` ends the call
-/// with that error (already sent to the runtime for the tool).
-pub fn server_request(
-    node: &Node,
-    scope: &Stateless,
-    rid: u64,
-    request: &RawValue,
-) -> Option<RpcError> {
+/// Decides what a tool's request to the client of a stateless call becomes.
+pub fn server_request(node: &Node, scope: &Stateless, rid: u64, request: &RawValue) -> Asked {
     let Ok(message) = serde_json::from_str::<ToolRequest>(request.get()) else {
         let error = RpcError::new(METHOD_NOT_FOUND, "malformed request from the tool");
         node.runtime.respond(rid, Err(&error));
-        return None;
+        return Asked::Answered;
     };
     if message.method == "ping" {
         let empty = RawValue::from_string("{}".into()).expect("valid JSON");
         node.runtime.respond(rid, Ok(&empty));
-        return None;
+        return Asked::Answered;
     }
     let Some(required) = required_capability(&message.method, &message.params) else {
         let error = RpcError::new(
@@ -136,7 +146,7 @@ pub fn server_request(
             format!("{} is not a request a server can make of a client", message.method),
         );
         node.runtime.respond(rid, Err(&error));
-        return None;
+        return Asked::Answered;
     };
     let declared: Value = serde_json::from_str(&scope.capabilities).unwrap_or(Value::Null);
     if !covers(&declared, &required) {
@@ -153,18 +163,9 @@ pub fn server_request(
             data: Some(json!({ "requiredCapabilities": required })),
         };
         node.runtime.respond(rid, Err(&error));
-        return Some(error);
+        return Asked::Refused(error);
     }
-    let error = RpcError::new(
-        METHOD_NOT_FOUND,
-        format!(
-            "{} cannot reach a 2026-07-28 client in the middle of a call (no server-to-client \
-             requests in that revision)",
-            message.method
-        ),
-    );
-    node.runtime.respond(rid, Err(&error));
-    None
+    Asked::Client(Question { rid, method: message.method, params: message.params })
 }
 
 #[cfg(test)]
