@@ -10,11 +10,14 @@ its own embedded store (a service owns its data; they share nothing but the bus,
 Redis).
 
 The scenario: log in as the bootstrap admin, create zones, a group from the example repo, an
-environment on both zones, deploy, call tools through the edge with the official MCP client
-(with and without `ramen-zone`), block a package, revoke a key, an IP rule excluding the
-client, a broken ref (canary fails, stable keeps serving), rollback, a killed worker, and the
-group's deletion leaving nothing behind. In `split` also: the deployer killed mid-deploy, and
-another deployer process finishing the job.
+environment on both zones, deploy, call tools through the edge with the official MCP clients
+— Python in each of its modes (`legacy`: a 2025-11-25 session; `auto` and `2026-07-28`:
+stateless requests) and the TypeScript SDK — with and without `ramen-zone`, block a package
+(gone from lists in both revisions; the edge refuses a blocked tool of a stateless request by
+its `Mcp-Name`), revoke a key, an IP rule excluding the client, a broken ref (canary fails,
+stable keeps serving), rollback, a killed worker (session and stateless calls keep
+succeeding), and the group's deletion leaving nothing behind. In `split` also: the deployer
+killed mid-deploy, and another deployer process finishing the job.
 
 Every step prints one line; a failed check exits 1 naming what was expected and what came.
 """
@@ -302,18 +305,42 @@ class Cluster:
         return re.findall(r"<Key>([^<]+)</Key>", answer)
 
 
-# -- MCP through the edge, with the official client -------------------------------------------
-def mcp(url: str, key: str, action: Callable[[Client], Any], zone: str | None = None) -> Any:
+# -- MCP through the edge, with the official clients ------------------------------------------
+# The Python client's modes: `legacy` opens a 2025-11-25 session; `auto` probes server/discover
+# and stays on 2026-07-28; `2026-07-28` is stateless from the first request.
+MODES = ("legacy", "auto", "2026-07-28")
+
+
+def mcp(url: str, key: str, action: Callable[[Client], Any], zone: str | None = None, mode: str = "legacy") -> Any:
     headers = {"Authorization": f"Bearer {key}"}
     if zone:
         headers["ramen-zone"] = zone
 
     async def run() -> Any:
         async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0)) as http:
-            async with Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as c:
+            async with Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as c:
                 return await action(c)
 
     return anyio.run(run)
+
+
+def ts_client(url: str, key: str, refused_tool: str | None = None) -> dict[str, Any]:
+    """The TypeScript SDK (scripts/install-ts-sdk) as a client: e2e/ts_client.mjs."""
+    sdk = subprocess.run([str(ROOT / "scripts" / "install-ts-sdk"), "--print"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    node = shutil.which("node") or "node"
+    args = [node, str(ROOT / "e2e" / "ts_client.mjs"), sdk, url, key] + ([refused_tool] if refused_tool else [])
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise Failed(f"the TypeScript client exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+async def era(c: Client) -> dict[str, Any]:
+    """Which revision the client speaks, and a call in it."""
+    result = await c.call_tool("notes.add", {"a": 2, "b": 3})
+    return {"version": c.protocol_version, "add": result.structured_content,
+            "tools": sorted(t.name for t in (await c.list_tools()).tools)}
 
 
 async def tool_names(c: Client) -> list[str]:
@@ -339,14 +366,14 @@ def status_of(url: str, key: str, zone: str | None = None) -> int:
     return httpx2.post(url, headers=headers, json=body, timeout=30).status_code
 
 
-def call_error(url: str, key: str, tool: str, arguments: dict[str, Any]) -> int | None:
+def call_error(url: str, key: str, tool: str, arguments: dict[str, Any], mode: str = "legacy") -> int | None:
     async def call(c: Client) -> int | None:
         try:
             await c.call_tool(tool, arguments)
         except MCPError as exc:
             return exc.code
         return None
-    return mcp(url, key, call)
+    return mcp(url, key, call, mode=mode)
 
 
 # -- the scenario ------------------------------------------------------------------------------
@@ -396,6 +423,19 @@ def scenario(cluster: Cluster) -> None:
     check(mcp(url, plaintext, add(2, 3)) == {"result": 5}, "2 + 3 = 5 through the edge")
     for zone in ("local-a", "local-b"):
         check(mcp(url, plaintext, add(1, 1), zone=zone) == {"result": 2}, f"a call pinned to {zone}")
+        check(mcp(url, plaintext, add(1, 2), zone=zone, mode="2026-07-28") == {"result": 3},
+              f"a stateless call pinned to {zone}")
+
+    step("every client mode through the edge: Python legacy, auto, 2026-07-28; the TypeScript SDK")
+    for mode in MODES:
+        seen = mcp(url, plaintext, era, mode=mode)
+        want = "2025-11-25" if mode == "legacy" else "2026-07-28"
+        check(seen["version"] == want, f"mode {mode} speaks {want}", seen)
+        check(seen["add"] == {"result": 5} and seen["tools"] == sorted(tools), f"mode {mode} calls and lists", seen)
+    ts = ts_client(url, plaintext)
+    check(ts["protocolVersion"] == "2025-11-25" and ts["sessionId"], "the TypeScript SDK holds a session", ts)
+    check(ts["add"] == {"result": 5} and ts["tools"] == sorted(tools), "the TypeScript SDK calls and lists", ts)
+    check(ts["progress"] == [0, 1, 2] and "lima" in (ts["survey"] or ""), "progress reaches the TypeScript SDK", ts)
 
     step("a tools/call is one trace: edge, node, runtime call")
     check_call_trace(cluster)
@@ -407,8 +447,18 @@ def scenario(cluster: Cluster) -> None:
                lambda: not any(t.startswith("weather") for t in mcp(url, plaintext, tool_names)))
     code = call_error(url, plaintext, weather_tool, {"city": "Paris"})
     check(code == -32601, "-32601 for a blocked tool", code)
+    stateless_tools = mcp(url, plaintext, tool_names, mode="2026-07-28")
+    check(not any(t.startswith("weather") for t in stateless_tools), "weather gone from 2026-07-28 lists", stateless_tools)
+    # The edge refuses by Mcp-Name from the environment's blocked list (GetEnvironment).
+    code = call_error(url, plaintext, weather_tool, {"city": "Paris"}, mode="2026-07-28")
+    check(code == -32601, "-32601 for a blocked tool in a stateless request", code)
+    ts = ts_client(url, plaintext, refused_tool=weather_tool)
+    check(ts["refused"] == -32601 and weather_tool not in ts["tools"], "blocked for the TypeScript SDK too", ts)
     cluster.cli("unblock", "prod", "-g", GROUP, "weather")
     eventually("weather back", 60, lambda: weather_tool in mcp(url, plaintext, tool_names))
+    eventually("weather callable statelessly again", 60,
+               lambda: call_error(url, plaintext, "notes.add", {"a": 1, "b": 1}, mode="2026-07-28") is None
+               and weather_tool in mcp(url, plaintext, tool_names, mode="2026-07-28"))
 
     step("a revoked key gets 401")
     other = cluster.cli_json("keys", "create", "-g", GROUP, "short-lived")
@@ -451,6 +501,8 @@ def scenario(cluster: Cluster) -> None:
     os.kill(before[0], signal.SIGKILL)
     for i in range(5):
         check(mcp(url, plaintext, add(i, 1)) == {"result": i + 1}, "calls during the replacement")
+        check(mcp(url, plaintext, add(i, 2), mode="2026-07-28") == {"result": i + 2},
+              "stateless calls during the replacement (the edge moves them on)")
     eventually("the killed worker replaced", 120,
                lambda: len(cluster.worker_pids()) >= len(before) and before[0] not in cluster.worker_pids())
 

@@ -1,6 +1,8 @@
-//! Where an environment is served: its zones, each zone's IP rules and ready workers.
+//! Where an environment is served: its zones, each zone's IP rules and ready workers; and
+//! what is blocked on it, so the edge can refuse a blocked tool of a stateless request by its
+//! `Mcp-Name` header before any node sees it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +34,35 @@ pub struct WorkerRoute {
     pub weight: u32,
 }
 
+/// An environment's blocked list: package names (`weather`) and tool names
+/// (`weather.forecast`), as the deployer keeps them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Blocked {
+    entries: HashSet<String>,
+}
+
+impl Blocked {
+    pub fn new(entries: impl IntoIterator<Item = String>) -> Self {
+        Self { entries: entries.into_iter().map(|e| e.trim().to_owned()).collect() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether a tool (or prompt) name is blocked: itself, or the package its
+    /// `<package>.` prefix names (how the nodes namespace names by default).
+    pub fn covers(&self, name: &str) -> bool {
+        self.entries.contains(name)
+            || name.split_once('.').is_some_and(|(package, _)| self.entries.contains(package))
+    }
+
+    /// Whether the `<package>.` prefix of a name is blocked (prompts are blocked by package).
+    pub fn covers_package_of(&self, name: &str) -> bool {
+        name.split_once('.').is_some_and(|(package, _)| self.entries.contains(package))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DirectoryError {
     #[error("no environment {environment:?} in group {group:?}")]
@@ -44,6 +75,11 @@ pub enum DirectoryError {
 pub trait Directory: Send + Sync + 'static {
     async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError>;
 
+    /// The environment's blocked list (empty when the directory does not know it).
+    async fn blocked(&self, _group: &str, _environment: &str) -> Arc<Blocked> {
+        Arc::default()
+    }
+
     /// Forgets what is cached for the environment (a worker did not answer).
     fn invalidate(&self, _group: &str, _environment: &str) {}
 }
@@ -52,11 +88,16 @@ pub trait Directory: Send + Sync + 'static {
 #[derive(Default)]
 pub struct StaticDirectory {
     routes: Mutex<HashMap<(String, String), Arc<Route>>>,
+    blocked: Mutex<HashMap<(String, String), Arc<Blocked>>>,
 }
 
 impl StaticDirectory {
     pub fn set(&self, group: &str, environment: &str, route: Route) {
         self.routes.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(route));
+    }
+
+    pub fn set_blocked(&self, group: &str, environment: &str, blocked: Blocked) {
+        self.blocked.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(blocked));
     }
 }
 
@@ -70,6 +111,11 @@ impl Directory for StaticDirectory {
             },
         )
     }
+
+    async fn blocked(&self, group: &str, environment: &str) -> Arc<Blocked> {
+        let key = (group.to_owned(), environment.to_owned());
+        self.blocked.lock().get(&key).cloned().unwrap_or_default()
+    }
 }
 
 /// Asks the deployer (the environment's zones) and the zone-manager (ready workers, IP rules,
@@ -79,7 +125,17 @@ pub struct GrpcDirectory {
     deployer: Arc<dyn DeployerClient>,
     zones: Arc<dyn ZoneClient>,
     ttl: Duration,
-    cache: Mutex<HashMap<EnvironmentKey, (Instant, Arc<Route>)>>,
+    cache: Mutex<HashMap<EnvironmentKey, Cached>>,
+}
+
+/// One environment's answer, kept for the TTL: its route and its blocked list (both come
+/// from the same `GetEnvironment`, so a blocked-list edit reaches the edge as fast as a
+/// zone change does).
+#[derive(Clone)]
+struct Cached {
+    at: Instant,
+    route: Arc<Route>,
+    blocked: Arc<Blocked>,
 }
 
 /// `(group, environment)`.
@@ -99,7 +155,11 @@ impl GrpcDirectory {
         Self { deployer, zones, ttl, cache: Mutex::default() }
     }
 
-    async fn fetch(&self, group: &str, environment: &str) -> Result<Route, DirectoryError> {
+    async fn fetch(
+        &self,
+        group: &str,
+        environment: &str,
+    ) -> Result<(Route, Blocked), DirectoryError> {
         let request =
             GetEnvironmentRequest { group: group.to_owned(), name: environment.to_owned() };
         let env = match self.deployer.get_environment(&edge(), request).await {
@@ -112,6 +172,7 @@ impl GrpcDirectory {
             }
             Err(error) => return Err(DirectoryError::Unavailable(error.message)),
         };
+        let blocked = Blocked::new(env.blocked.iter().cloned());
         let request = ListEndpointsRequest {
             group: group.to_owned(),
             zones: env.zones.clone(),
@@ -137,25 +198,54 @@ impl GrpcDirectory {
                     .collect(),
             })
             .collect();
-        Ok(Route { zones })
+        Ok((Route { zones }, blocked))
+    }
+
+    async fn entry(&self, group: &str, environment: &str) -> Result<Cached, DirectoryError> {
+        let key = (group.to_owned(), environment.to_owned());
+        if let Some(cached) = self.cache.lock().get(&key)
+            && cached.at.elapsed() < self.ttl
+        {
+            return Ok(cached.clone());
+        }
+        let (route, blocked) = self.fetch(group, environment).await?;
+        let cached =
+            Cached { at: Instant::now(), route: Arc::new(route), blocked: Arc::new(blocked) };
+        self.cache.lock().insert(key, cached.clone());
+        Ok(cached)
     }
 }
 
 #[async_trait::async_trait]
 impl Directory for GrpcDirectory {
     async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
-        let key = (group.to_owned(), environment.to_owned());
-        if let Some((at, route)) = self.cache.lock().get(&key)
-            && at.elapsed() < self.ttl
-        {
-            return Ok(route.clone());
-        }
-        let route = Arc::new(self.fetch(group, environment).await?);
-        self.cache.lock().insert(key, (Instant::now(), route.clone()));
-        Ok(route)
+        Ok(self.entry(group, environment).await?.route)
+    }
+
+    /// Unknown (the control plane is unreachable) counts as nothing blocked: the nodes
+    /// enforce the list themselves.
+    async fn blocked(&self, group: &str, environment: &str) -> Arc<Blocked> {
+        self.entry(group, environment).await.map(|e| e.blocked).unwrap_or_default()
     }
 
     fn invalidate(&self, group: &str, environment: &str) {
         self.cache.lock().remove(&(group.to_owned(), environment.to_owned()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocked_names_and_packages() {
+        let blocked = Blocked::new(["weather".to_owned(), " notes.add ".to_owned()]);
+        assert!(blocked.covers("notes.add"));
+        assert!(!blocked.covers("notes.divide"));
+        assert!(blocked.covers("weather.forecast"), "the whole package");
+        assert!(!blocked.covers("weatherly.x"));
+        assert!(blocked.covers_package_of("weather.plan_trip"));
+        assert!(!blocked.covers_package_of("notes.add"), "prompts are blocked by package only");
+        assert!(Blocked::default().is_empty());
     }
 }

@@ -1,5 +1,6 @@
 //! The edge's request path: resolve the environment, choose (or follow) a worker, forward
-//! the request, and stream the answer back unbuffered.
+//! the request, and stream the answer back unbuffered. A session's requests follow its
+//! node; everything else (initialize, stateless 2026-07-28 requests) is placed by weight.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use crate::ZONE_HEADER;
 use crate::directory::{Directory, DirectoryError, Route};
 use crate::select::{self, Refusal};
 use crate::session::SessionSealer;
+use crate::stateless;
 
 const SESSION: &str = "mcp-session-id";
 
@@ -119,10 +121,64 @@ async fn handle(
         }
     };
     let sealed = parts.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    match sealed {
-        Some(sealed) => follow_session(&edge, &route, client, parts, body, &sealed).await,
-        None => new_session(&edge, &route, (&group, &environment), client, parts, body).await,
+    if let Some(sealed) = sealed {
+        return follow_session(&edge, &route, client, parts, body, &sealed).await;
     }
+    let stateless = stateless::is_stateless(&parts.headers);
+    if stateless {
+        let blocked = edge.directory.blocked(&group, &environment).await;
+        if let Some(message) = stateless::blocked_target(&parts.headers, &blocked) {
+            return blocked_answer(&body, &message);
+        }
+        if let Some(node) = stateless::waiting_on(&body) {
+            return resume_on(&edge, &route, &node, client, parts, body).await;
+        }
+    }
+    place(&edge, &route, (&group, &environment), client, parts, body, stateless).await
+}
+
+/// A retry answering a question a node asked mid-call goes to that node, which holds the
+/// waiting call (no failover: no other node could resume it).
+async fn resume_on(
+    edge: &Edge,
+    route: &Route,
+    node: &str,
+    client: IpAddr,
+    parts: http::request::Parts,
+    body: Bytes,
+) -> Response {
+    let found =
+        route.zones.iter().find_map(|z| z.workers.iter().find(|w| w.id == node).map(|w| (z, w)));
+    let gone = |body: &[u8]| {
+        let id = stateless::request_id(body);
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"the node that asked (requestState) is gone; call again without requestState"}}}}"#
+        );
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            text,
+        )
+            .into_response()
+    };
+    let Some((zone, worker)) = found else { return gone(&body) };
+    if !zone.ip_allow.is_empty() && !zone.ip_allow.iter().any(|n| n.contains(&client)) {
+        return refuse(StatusCode::FORBIDDEN, &format!("source address {client} is not allowed"));
+    }
+    match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
+        Ok(response) => response,
+        Err(_) => gone(&body),
+    }
+}
+
+/// A blocked target answers -32601 (the product's rule), as the node would.
+fn blocked_answer(body: &[u8], message: &str) -> Response {
+    let id = stateless::request_id(body);
+    let message = serde_json::to_string(message).unwrap_or_else(|_| "\"blocked\"".into());
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32601,"message":{message}}}}}"#);
+    (StatusCode::OK, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
+        .into_response()
 }
 
 /// A request of an existing session goes to the node that created it, or gets 404.
@@ -152,15 +208,18 @@ async fn follow_session(
     }
 }
 
-/// A request without a session (initialize): pinned zone or by weight, failing over to the
-/// next worker and zone while connections are refused.
-async fn new_session(
+/// A request without a session (initialize, or a stateless request): pinned zone or by
+/// weight, failing over to the next worker and zone while connections are refused — and,
+/// for a stateless request, while workers answer 503 (draining or at their cap: the request
+/// was not processed, so another worker may take it).
+async fn place(
     edge: &Edge,
     route: &Route,
     (group, environment): (&str, &str),
     client: IpAddr,
     parts: http::request::Parts,
     body: Bytes,
+    stateless: bool,
 ) -> Response {
     let pinned = parts.headers.get(ZONE_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
     let zones = match select::zones(route, pinned, client) {
@@ -181,9 +240,16 @@ async fn new_session(
             return unavailable("no ready worker serves this environment right now");
         }
     };
+    let mut refused = None;
     for zone in zones {
         for worker in select::workers(zone) {
             match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
+                Ok(response)
+                    if stateless && response.status() == StatusCode::SERVICE_UNAVAILABLE =>
+                {
+                    tracing::debug!(worker = %worker.id, zone = %zone.zone, "worker refused a stateless request (503); trying the next");
+                    refused = Some(response);
+                }
                 Ok(response) => return response,
                 Err(err) => {
                     tracing::warn!(worker = %worker.id, zone = %zone.zone, %err, "worker unreachable; trying the next");
@@ -192,7 +258,8 @@ async fn new_session(
             }
         }
     }
-    unavailable("every worker of the environment is unreachable")
+    // Every worker refused: pass the last refusal on (its Retry-After and JSON-RPC error).
+    refused.unwrap_or_else(|| unavailable("every worker of the environment is unreachable"))
 }
 
 fn unavailable(message: &str) -> Response {

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use ramen_blob::{BlobStore, LocalDirStore};
 use ramen_edge::{
-    Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute, router,
+    Blocked, Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute,
+    router,
 };
 use ramen_node_contract::archive::pack_dir;
 use ramen_node_contract::key_hash as hash_key;
@@ -21,9 +22,9 @@ use tempfile::TempDir;
 
 const KEY: &str = "rk_edge_test";
 
-async fn node(dir: &Path, zone: &str, ip_allow: &[&str]) -> Worker {
+async fn node(dir: &Path, zone: &str, ip_allow: &[&str], repo: &str) -> Worker {
     let blob = LocalDirStore::open(dir.join("blobs")).unwrap();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hello-repo");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(repo);
     let archive = pack_dir(&repo).unwrap();
     let digest = hex::encode(Sha256::digest(&archive));
     let key = "groups/g/snapshots/c1.tar.gz".to_owned();
@@ -80,8 +81,15 @@ fn zone_route(zone: &str, worker: &Worker, weight: u32, rules: &[&str]) -> ZoneR
 }
 
 async fn setup(node_rules: &[&str]) -> Setup {
+    setup_on("examples/hello-repo", node_rules).await
+}
+
+async fn setup_on(repo: &str, node_rules: &[&str]) -> Setup {
     let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (a, b) = tokio::join!(node(da.path(), "a", node_rules), node(db.path(), "b", node_rules));
+    let (a, b) = tokio::join!(
+        node(da.path(), "a", node_rules, repo),
+        node(db.path(), "b", node_rules, repo)
+    );
     let directory = Arc::new(StaticDirectory::default());
     directory.set(
         "g",
@@ -278,4 +286,228 @@ async fn unknown_environment_is_404() {
     let url = setup.edge_url.replace("/prod", "/staging");
     let mut client = Client::new(&url);
     assert_eq!(client.initialize(None).await.status(), 404);
+}
+
+// -- MCP 2026-07-28: stateless requests ------------------------------------------------------
+
+/// A stateless request as a conformant 2026-07-28 client sends it.
+fn stateless(client: &Client, id: u64, method: &str, params: Value) -> reqwest::RequestBuilder {
+    let name =
+        params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
+    stateless_named(client, id, method, params, name)
+}
+
+fn stateless_named(
+    client: &Client,
+    id: u64,
+    method: &str,
+    params: Value,
+    mcp_name: Option<String>,
+) -> reqwest::RequestBuilder {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut request = client
+        .http
+        .post(&client.url)
+        .header(AUTHORIZATION, format!("Bearer {KEY}"))
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string());
+    if let Some(name) = mcp_name {
+        request = request.header("mcp-name", name);
+    }
+    request
+}
+
+async fn stateless_add(client: &Client, id: u64) -> (u16, Value) {
+    let params = json!({"name": "notes.add", "arguments": {"a": 2, "b": 3}});
+    let response = stateless(client, id, "tools/call", params).send().await.unwrap();
+    let status = response.status().as_u16();
+    assert!(response.headers().get("mcp-session-id").is_none(), "no session for stateless traffic");
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// How many `tools/call`s of package `notes` a node has answered (its request metric).
+fn calls_served(worker: &Worker) -> u64 {
+    let labels = ramen_runner::metrics::RequestLabels {
+        method: "tools/call".into(),
+        package: "notes".into(),
+        outcome: "ok",
+    };
+    worker.node.metrics.requests.get_or_create(&labels).get()
+}
+
+#[tokio::test]
+async fn stateless_requests_spread_by_weight_and_fail_over() {
+    let mut setup = setup(&[]).await;
+    let client = Client::new(&setup.edge_url);
+    for id in 0..40 {
+        let (status, answer) = stateless_add(&client, id).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["result"]["structuredContent"]["result"], 5, "{answer}");
+        assert_eq!(answer["id"], id);
+    }
+    let (a, b) = (setup.a.as_ref().unwrap(), setup.b.as_ref().unwrap());
+    let (on_a, on_b) = (calls_served(a), calls_served(b));
+    assert_eq!(on_a + on_b, 40);
+    assert!(
+        on_a >= 5 && on_b >= 5,
+        "50/50 weights spread requests without affinity: {on_a}/{on_b}"
+    );
+    assert_eq!(a.node.sessions.len() + b.node.sessions.len(), 0);
+
+    // A draining node answers 503 (not processed): the edge moves the request on.
+    a.node.start_draining();
+    for id in 100..110 {
+        assert_eq!(stateless_add(&client, id).await.0, 200, "zone a drains: b takes everything");
+    }
+    // A node that is gone does not answer at all: the same.
+    setup.a.take().unwrap().stop_now().await;
+    for id in 200..210 {
+        assert_eq!(stateless_add(&client, id).await.0, 200, "zone a is down");
+    }
+    assert_eq!(calls_served(setup.b.as_ref().unwrap()), on_b + 20);
+}
+
+#[tokio::test]
+async fn the_edge_refuses_a_blocked_tool_by_its_mcp_name() {
+    let setup = setup(&[]).await;
+    let client = Client::new(&setup.edge_url);
+    // Blocked on the environment (the deployer's GetEnvironment), not yet on the nodes: the
+    // answer can only come from the edge.
+    setup.directory.set_blocked(
+        "g",
+        "prod",
+        Blocked::new(["notes.add".to_owned(), "weather".to_owned()]),
+    );
+    let (status, answer) = stateless_add(&client, 7).await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_i64(), answer["id"].as_i64()),
+        (200, Some(-32601), Some(7)),
+        "{answer}"
+    );
+    let forecast = json!({"name": "weather.forecast", "arguments": {"city": "oslo"}});
+    let answer: Value =
+        stateless(&client, 8, "tools/call", forecast).send().await.unwrap().json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32601, "a tool of a blocked package: {answer}");
+    let (a, b) = (setup.a.as_ref().unwrap(), setup.b.as_ref().unwrap());
+    assert_eq!(calls_served(a) + calls_served(b), 0, "no node saw the blocked calls");
+
+    let divide = json!({"name": "notes.divide", "arguments": {"a": 6, "b": 3}});
+    let answer: Value = stateless(&client, 9, "tools/call", divide.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 2.0, "other tools pass: {answer}");
+    // A client lying in Mcp-Name to get past the edge is caught by the node (header ≠ body).
+    let add = json!({"name": "notes.add", "arguments": {"a": 1, "b": 1}});
+    let lying = stateless_named(&client, 10, "tools/call", add, Some("notes.divide".into()));
+    let lying = lying.send().await.unwrap();
+    assert_eq!(lying.status(), 400);
+    // A session's requests are not judged by headers at the edge: the node decides.
+    let mut session = Client::new(&setup.edge_url);
+    assert_eq!(session.initialize(None).await.status(), 200);
+    let answer: Value = session.add(1, 1).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 2, "{answer}");
+}
+
+#[tokio::test]
+async fn listen_streams_pass_through_the_edge() {
+    let setup = setup(&[]).await;
+    let client = Client::new(&setup.edge_url);
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let response = stateless(&client, 1, "subscriptions/listen", params)
+        .header("ramen-zone", "a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    let mut next_event = async || -> String {
+        use futures::StreamExt;
+        loop {
+            if let Some(end) = seen.find("\n\n") {
+                let event: String = seen.drain(..end + 2).collect();
+                if event.contains("data: ") {
+                    return event;
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(15), stream.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    let ack = next_event().await;
+    assert!(ack.contains("notifications/subscriptions/acknowledged"), "{ack}");
+    let a = setup.a.as_ref().unwrap();
+    let mut policy = a.config.policy.clone();
+    policy.blocked = vec!["notes".into()];
+    a.update_policy(policy).unwrap();
+    let change = next_event().await;
+    assert!(
+        change.contains("notifications/tools/list_changed"),
+        "unbuffered through the edge: {change}"
+    );
+}
+
+#[tokio::test]
+async fn a_retry_answering_a_question_goes_to_the_node_that_asked() {
+    let mut setup = setup_on("services/runner/tests/fixtures/conformance-repo", &[]).await;
+    let client = Client::new(&setup.edge_url);
+    let caps = json!({"elicitation": {}});
+    let ask = |id: u64, extra: Value| {
+        let mut params = json!({"name": "test_elicitation", "arguments": {"message": "Who?"}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let mut request = stateless(&client, id, "tools/call", params.clone());
+        // The envelope with the elicitation capability (stateless() declares none).
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        });
+        request = request.body(
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params}).to_string(),
+        );
+        request
+    };
+    let mut holders = std::collections::HashSet::new();
+    for round in 0..8u64 {
+        let first: Value = ask(round * 2, json!({})).send().await.unwrap().json().await.unwrap();
+        let asked = &first["result"];
+        assert_eq!(asked["resultType"], "input_required", "{first}");
+        let state = asked["requestState"].as_str().unwrap().to_owned();
+        holders.insert(state.rsplit('.').next().unwrap().to_owned());
+        let key = asked["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        let answer = json!({"action": "accept", "content": {"username": "ada", "email": "e"}});
+        let retry = json!({"requestState": state, "inputResponses": {key: answer}});
+        let done: Value = ask(round * 2 + 1, retry).send().await.unwrap().json().await.unwrap();
+        let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("ada"), "the retry reached the node holding the call: {done}");
+    }
+    assert_eq!(holders.len(), 2, "first rounds are spread over both nodes: {holders:?}");
+
+    // The node holding the call is gone: the edge says so instead of guessing another.
+    let first: Value =
+        ask(100, json!({})).header("ramen-zone", "a").send().await.unwrap().json().await.unwrap();
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(state.ends_with(".a-1"), "{state}");
+    setup.a.take().unwrap().stop_now().await;
+    let retry = json!({"requestState": state, "inputResponses": {}});
+    let gone: Value = ask(101, retry).send().await.unwrap().json().await.unwrap();
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+    assert_eq!(gone["id"], 101);
 }

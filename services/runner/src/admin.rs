@@ -80,7 +80,7 @@ impl Control {
                 loaded_commit,
                 packages: packages(&reloaded.report),
                 pip_ran: reloaded.pip_ran,
-                log: Vec::new(),
+                log: reloaded.report.packages.iter().map(|p| p.describe()).collect(),
                 took,
             },
             Err(ReloadError::Pip { status, output }) => ReloadResponse {
@@ -101,6 +101,9 @@ impl Control {
             },
             Err(err) => return Err(err),
         };
+        for line in &response.log {
+            tracing::info!(commit = %snapshot.commit, "{line}");
+        }
         *self.last_load.lock() = Some(response.clone());
         Ok(response)
     }

@@ -19,6 +19,19 @@ pub struct Catalog {
     tool_index: HashMap<String, usize>,
     prompt_index: HashMap<String, usize>,
     resource_index: HashMap<String, usize>,
+    /// Tools whose input schema marks parameters `x-mcp-header` (2026-07-28), by name.
+    param_headers: HashMap<String, Vec<ParamHeader>>,
+}
+
+/// A tool parameter mirrored into an `Mcp-Param-{name}` header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamHeader {
+    /// Lower-case header name, `mcp-param-region`.
+    pub header: String,
+    /// The chain of `properties` keys from the schema root to the parameter.
+    pub path: Vec<String>,
+    /// The schema's `type` of the parameter (`string`, `integer`, `boolean`).
+    pub kind: String,
 }
 
 #[derive(Debug)]
@@ -65,6 +78,15 @@ impl Catalog {
             entries.iter().enumerate().map(|(i, e)| (e.key.clone(), i)).collect()
         };
         catalog.tool_index = index(&catalog.tools);
+        for tool in &catalog.tools {
+            let mut found = Vec::new();
+            if let Some(schema) = tool.object.get("inputSchema") {
+                collect_param_headers(schema, &mut Vec::new(), &mut found);
+            }
+            if !found.is_empty() {
+                catalog.param_headers.insert(tool.key.clone(), found);
+            }
+        }
         catalog.prompt_index = index(&catalog.prompts);
         catalog.resource_index = index(&catalog.resources);
         catalog
@@ -87,6 +109,21 @@ impl Catalog {
         self.templates.iter().find(|t| t.pattern.matches(uri)).map(|t| t.entry.package.as_str())
     }
 
+    /// The `Mcp-Param-*` headers a call of `tool` must carry (empty for most tools).
+    pub fn param_headers(&self, tool: &str) -> &[ParamHeader] {
+        self.param_headers.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// How many objects of `kind` the packages serve, hidden or not.
+    pub fn count(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Tools => self.tools.len(),
+            Kind::Prompts => self.prompts.len(),
+            Kind::Resources => self.resources.len(),
+            Kind::ResourceTemplates => self.templates.len(),
+        }
+    }
+
     /// The objects of `kind` the policy lets callers see, in load order.
     pub fn visible<'a>(
         &'a self,
@@ -105,6 +142,24 @@ impl Catalog {
                 _ => !policy.package_hidden(&e.package),
             })
             .map(|e| &e.object)
+    }
+}
+
+/// `x-mcp-header` annotations reachable from the schema root through `properties` only
+/// (the spec ignores any elsewhere).
+fn collect_param_headers(schema: &Value, path: &mut Vec<String>, out: &mut Vec<ParamHeader>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+    for (key, property) in properties {
+        path.push(key.clone());
+        if let Some(name) = property.get("x-mcp-header").and_then(Value::as_str) {
+            out.push(ParamHeader {
+                header: format!("mcp-param-{}", name.to_ascii_lowercase()),
+                path: path.clone(),
+                kind: property.get("type").and_then(Value::as_str).unwrap_or("string").to_owned(),
+            });
+        }
+        collect_param_headers(property, path, out);
+        path.pop();
     }
 }
 
@@ -184,7 +239,11 @@ mod tests {
                 PackageReport {
                     name: "weather".into(),
                     tools: vec![
-                        json!({"name": "weather.forecast"}),
+                        json!({"name": "weather.forecast", "inputSchema": {"type": "object", "properties": {
+                            "region": {"type": "string", "x-mcp-header": "Region"},
+                            "where": {"type": "object", "properties": {"zip": {"type": "integer", "x-mcp-header": "Zip"}}},
+                            "list": {"type": "array", "items": {"x-mcp-header": "Nope"}}
+                        }}}),
                         json!({"name": "weather.alerts"}),
                     ],
                     prompts: vec![json!({"name": "weather.brief"})],
@@ -229,6 +288,15 @@ mod tests {
         );
         assert_eq!(catalog.resource_package("weather://city//today"), None);
         assert_eq!(catalog.prompt_package("weather.brief"), Some("weather"));
+        let headers = catalog.param_headers("weather.forecast");
+        assert_eq!(headers.len(), 2, "{headers:?}: nothing under `items`");
+        assert_eq!(headers[0].header, "mcp-param-region");
+        assert_eq!(
+            (headers[1].path.join("."), headers[1].kind.as_str()),
+            ("where.zip".into(), "integer")
+        );
+        assert!(catalog.param_headers("weather.alerts").is_empty());
+        assert_eq!(catalog.count(Kind::Tools), 3);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct NodeMetrics {
     pub duration: Family<MethodLabels, Histogram>,
     pub in_flight: Gauge,
     pub runtime_restarts: Counter,
+    /// Re-lists after the runtime hinted that a list changed.
+    pub runtime_relists: Counter,
     pub blocked_calls: Counter,
     pub sessions: Gauge,
 }
@@ -41,6 +43,7 @@ impl NodeMetrics {
             }),
             in_flight: Gauge::default(),
             runtime_restarts: Counter::default(),
+            runtime_relists: Counter::default(),
             blocked_calls: Counter::default(),
             sessions: Gauge::default(),
         };
@@ -63,6 +66,11 @@ impl NodeMetrics {
             "runtime_restarts",
             "Restarts of the Python runtime after it died",
             this.runtime_restarts.clone(),
+        );
+        metrics.register(
+            "runtime_relists",
+            "Re-lists of the packages after the runtime said a list changed (a tool, a restarted stdio program)",
+            this.runtime_relists.clone(),
         );
         metrics.register(
             "mcp_blocked_calls",

@@ -10,7 +10,9 @@ use parking_lot::Mutex;
 use serde::Serialize;
 
 use crate::catalog::{Catalog, Kind};
+use crate::mcp::changes::{Change, Changes};
 use crate::mcp::jsonrpc;
+use crate::mcp::modern::park::Parked;
 use crate::mcp::session::{Sessions, sse_event};
 use crate::metrics::NodeMetrics;
 use crate::policy::Policy;
@@ -26,6 +28,9 @@ pub struct Settings {
     pub session_idle: Duration,
     pub server_name: String,
     pub instructions: Option<String>,
+    /// How long a 2026-07-28 client may treat a list (and `server/discover`) as fresh
+    /// (`ttlMs`); changes within it are announced on `subscriptions/listen`.
+    pub list_ttl: Duration,
 }
 
 impl Default for Settings {
@@ -38,6 +43,7 @@ impl Default for Settings {
             session_idle: Duration::from_secs(30 * 60),
             server_name: "ramen".into(),
             instructions: None,
+            list_ttl: Duration::from_secs(60),
         }
     }
 }
@@ -59,6 +65,10 @@ pub struct Node {
     catalog: ArcSwap<Catalog>,
     pub runtime: Runtime,
     pub sessions: Sessions,
+    /// List and resource changes for 2026-07-28 `subscriptions/listen` streams.
+    pub changes: Arc<Changes>,
+    /// Stateless calls waiting for their client's answer (2026-07-28 multi-round-trip).
+    pub parked: Parked,
     pub metrics: NodeMetrics,
     in_flight: AtomicUsize,
     draining: AtomicBool,
@@ -86,12 +96,14 @@ impl Node {
         metrics: NodeMetrics,
     ) -> Self {
         Self {
+            parked: Parked::new(&identity.node_id, settings.max_sessions),
             settings,
             identity,
             policy: ArcSwap::from_pointee(policy),
             catalog: ArcSwap::from_pointee(Catalog::default()),
             runtime,
             sessions: Sessions::default(),
+            changes: Arc::default(),
             metrics,
             in_flight: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
@@ -123,6 +135,9 @@ impl Node {
 
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
+        // Listen streams end gracefully now: their clients reconnect through the edge,
+        // which no longer routes here.
+        self.changes.publish(Change::Closing);
     }
 
     pub fn is_draining(&self) -> bool {
@@ -156,16 +171,16 @@ impl Node {
     }
 
     /// Compares what callers could see before with what they see now, and sends the
-    /// matching `notifications/*/list_changed` to every open session.
+    /// matching `notifications/*/list_changed` to every open session and listen stream.
     fn announce_changes(&self, catalog_before: &Catalog, policy_before: &Policy) {
         let catalog = self.catalog();
         let policy = self.policy();
         let changes = [
-            (Kind::Tools, "notifications/tools/list_changed"),
-            (Kind::Prompts, "notifications/prompts/list_changed"),
-            (Kind::Resources, "notifications/resources/list_changed"),
+            (Kind::Tools, "notifications/tools/list_changed", Change::Tools),
+            (Kind::Prompts, "notifications/prompts/list_changed", Change::Prompts),
+            (Kind::Resources, "notifications/resources/list_changed", Change::Resources),
         ];
-        for (kind, method) in changes {
+        for (kind, method, change) in changes {
             let before: Vec<_> = catalog_before.visible(kind, policy_before).collect();
             let now: Vec<_> = catalog.visible(kind, &policy).collect();
             let templates_changed = kind == Kind::Resources
@@ -174,6 +189,7 @@ impl Node {
                     .eq(catalog.visible(Kind::ResourceTemplates, &policy));
             if before != now || templates_changed {
                 self.sessions.broadcast(sse_event(&jsonrpc::notification(method, None)));
+                self.changes.publish(change);
             }
         }
     }

@@ -169,6 +169,8 @@ impl Worker {
         self.tasks.spawn("runtime-report-watch", move |token| follow_reports(node, token));
         let node = self.node.clone();
         self.tasks.spawn("session-expiry", move |token| expire_sessions(node, token));
+        let node = self.node.clone();
+        self.tasks.spawn("runtime-relist", move |token| relist(node, token));
         if let Some(snapshot) = self.config.snapshot.clone() {
             let control = self.control.clone();
             self.tasks.spawn("initial-load", move |_token| async move {
@@ -228,6 +230,8 @@ impl Worker {
         for id in self.node.sessions.ids() {
             self.node.sessions.remove(&id);
         }
+        self.node.changes.publish(crate::mcp::changes::Change::Closing);
+        self.node.parked.clear();
         self.stop.cancel();
         if let Err(err) = self.tasks.shutdown(Duration::from_secs(5)).await {
             tracing::warn!(%err, "background tasks did not stop in time");
@@ -294,6 +298,29 @@ async fn follow_reports(node: Arc<Node>, token: CancellationToken) {
     }
 }
 
+/// The runtime hinted that a list changed: list again and install what it says (the node
+/// then tells sessions and listen streams whatever callers can now see differently).
+async fn relist(node: Arc<Node>, token: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = node.runtime.relist_wanted() => {}
+        }
+        if !node.runtime.is_ready() {
+            continue; // a (re)start brings a fresh report of its own
+        }
+        match node.runtime.list().await {
+            Ok(report) => {
+                node.metrics.runtime_relists.inc();
+                node.set_report(Arc::new(report), None);
+            }
+            Err(err) => {
+                tracing::warn!(code = err.code, message = %err.message, "re-listing the packages failed")
+            }
+        }
+    }
+}
+
 async fn expire_sessions(node: Arc<Node>, token: CancellationToken) {
     let mut tick = tokio::time::interval(Duration::from_secs(30));
     loop {
@@ -304,6 +331,10 @@ async fn expire_sessions(node: Arc<Node>, token: CancellationToken) {
                 if expired > 0 {
                     tracing::debug!(expired, "idle sessions expired");
                     node.metrics.sessions.set(node.sessions.len() as i64);
+                }
+                let unanswered = node.parked.expire(crate::mcp::modern::park::WAIT);
+                if unanswered > 0 {
+                    tracing::debug!(unanswered, "calls waiting for their clients' answers cancelled");
                 }
             }
         }

@@ -1,6 +1,8 @@
-//! `mcp-load`: N concurrent MCP sessions over streamable HTTP, each on its own keep-alive
-//! connection (initialize, initialized, then `tools/call` in a loop; every answer parsed and
-//! checked), a warm-up, then a measured window. Prints one JSON summary line.
+//! `mcp-load`: N concurrent MCP clients over streamable HTTP, each on its own keep-alive
+//! connection — a 2025-11-25 session (initialize, initialized, then `tools/call` in a loop)
+//! or, with `--stateless`, 2026-07-28 requests (no handshake: every `tools/call` carries the
+//! `_meta` envelope and the `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers).
+//! Every answer is checked; a warm-up, then a measured window. Prints one JSON summary line.
 
 use std::time::{Duration, Instant};
 
@@ -34,7 +36,12 @@ struct Args {
     /// `ping` instead of `tools/call`: the HTTP + JSON-RPC path alone, without Python.
     #[arg(long)]
     ping: bool,
+    /// MCP 2026-07-28 stateless requests instead of a 2025-11-25 session.
+    #[arg(long)]
+    stateless: bool,
 }
+
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-load","version":"1"}}"#;
 
 struct Session {
     sender: SendRequest<Full<Bytes>>,
@@ -42,6 +49,8 @@ struct Session {
     path: String,
     key: Option<String>,
     session: Option<String>,
+    /// 2026-07-28: the target named in `Mcp-Name`.
+    stateless_name: Option<String>,
 }
 
 impl Session {
@@ -53,7 +62,18 @@ impl Session {
         let (sender, connection) = http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
         tokio::spawn(connection);
         let path = uri.path_and_query().map_or("/".into(), |p| p.to_string());
-        let mut session = Self { sender, authority, path, key: args.key.clone(), session: None };
+        let mut session = Self {
+            sender,
+            authority,
+            path,
+            key: args.key.clone(),
+            session: None,
+            stateless_name: None,
+        };
+        if args.stateless {
+            session.stateless_name = Some(args.tool.clone());
+            return Ok(session);
+        }
         let (init, headers) = session
             .post(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-load","version":"1"}}}"#.into())
             .await?;
@@ -78,6 +98,12 @@ impl Session {
             request = request
                 .header("mcp-session-id", session)
                 .header("mcp-protocol-version", "2025-11-25");
+        }
+        if let Some(name) = &self.stateless_name {
+            request = request
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", name);
         }
         self.sender.ready().await?;
         let response =
@@ -111,6 +137,11 @@ async fn worker(
         id += 1;
         let body = if args.ping {
             format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)
+        } else if args.stateless {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{},{META}}}}}"#,
+                args.tool, args.arguments
+            )
         } else {
             format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,

@@ -11,8 +11,10 @@ same way.
 
 If the program dies, the calls in flight fail at once (-32603) and it is started again
 after a back-off (0.25 s doubling to 10 s; back to 0.25 s once a run lasted 30 s). Calls
-arriving meanwhile wait up to 10 s for it. A program that cannot be started or does not
-complete the handshake at load is a load error of its package (no restart).
+arriving meanwhile wait up to 10 s for it. Once it runs again, and whenever it announces a
+list change, the node gets a list_changed hint and re-lists. A program that cannot be
+started or does not complete the handshake at load is a load error of its package (no
+restart).
 """
 
 from __future__ import annotations
@@ -111,7 +113,12 @@ class StdioAdapter(Adapter):
             raise
         log.info("stdio server of package %r started (pid %d): %s", self.package, session.pid, self.server_ref)
         session.on_closed = self._live.clear  # at once: no call may pick a dead session
+        session.on_list_changed = self._list_changed
         return session
+
+    def _list_changed(self, method: str) -> None:
+        if self.hint is not None:
+            self.hint(method)
 
     async def start(self) -> None:
         self.session = await self._launch()
@@ -148,6 +155,8 @@ class StdioAdapter(Adapter):
                 except StdioStartError as exc:
                     log.warning("restarting stdio server %r failed: %s; next try in %g s", self.package, exc, delay)
             self._live.set()
+            # A restarted program may list something else (an upgrade, a changed config).
+            self._list_changed("notifications/tools/list_changed")
 
     async def stop(self) -> None:
         self._stopping = True

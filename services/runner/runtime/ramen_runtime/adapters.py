@@ -136,6 +136,8 @@ class Adapter:
     kind = "generic"
     # the context of the lifespan's holding task, copied for each call (see lifespan.py)
     call_context: contextvars.Context | None = None
+    # set by the runtime once loaded: sends the node a call-less list_changed hint
+    hint: Any = None
 
     def __init__(self, package: str, server: Any, server_ref: str) -> None:
         self.package = package
@@ -268,6 +270,7 @@ class MCPServerAdapter(Adapter):
                 self._ctx_kwargs["mcp_server"] = server
             if "subscriptions" in params:
                 self._ctx_kwargs["subscriptions"] = getattr(server, "_subscriptions", None)
+            self._takes_input = "input_params" in params
 
     def check(self) -> None:
         if self._ctx_cls is None:
@@ -287,7 +290,19 @@ class MCPServerAdapter(Adapter):
         rc = RequestContext(call, self.lifespan_context, meta)
         if self._ctx_cls is None:
             return None
+        if call.input is not None and self._takes_input:
+            return self._ctx_cls(request_context=rc, input_params=self._input_params(call), **self._ctx_kwargs)
         return self._ctx_cls(request_context=rc, **self._ctx_kwargs)
+
+    def _input_params(self, call: Call) -> Any:
+        """A 2026-07-28 retry's inputResponses/requestState as the SDK's own params model."""
+        model = getattr(self.types_mod, "InputResponseRequestParams", None)
+        if model is None:
+            return None
+        try:
+            return model.model_validate(call.input)
+        except Exception as exc:  # pydantic's ValidationError: the client's answers are malformed
+            raise ProtocolError(INVALID_PARAMS, f"invalid inputResponses or requestState: {exc}") from None
 
     async def call_tool(self, call: Call, name: str, arguments: dict[str, Any]) -> str:
         ctx = self._context(call)

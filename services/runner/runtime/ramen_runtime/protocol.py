@@ -83,18 +83,26 @@ def _exclude_for(cls: type) -> Any:
     return ex or None
 
 
+def _exclude(obj: Any) -> Any:
+    # An `InputRequiredResult` (a 2026-07-28 tool asking for input) keeps its resultType:
+    # that field is what the node and the client tell it apart by.
+    if getattr(obj, "result_type", None) == "input_required":
+        return None
+    return _exclude_for(type(obj))
+
+
 def result_json(obj: Any) -> str:
     """Serialize an SDK result (pydantic model) or a plain dict to a JSON string."""
     dump_json = getattr(obj, "model_dump_json", None)
     if dump_json is not None:
-        return dump_json(by_alias=True, exclude_none=True, exclude=_exclude_for(type(obj)))
+        return dump_json(by_alias=True, exclude_none=True, exclude=_exclude(obj))
     return dumps(obj)
 
 
 def result_dict(obj: Any) -> Any:
     dump = getattr(obj, "model_dump", None)
     if dump is not None:
-        return dump(mode="json", by_alias=True, exclude_none=True, exclude=_exclude_for(type(obj)))
+        return dump(mode="json", by_alias=True, exclude_none=True, exclude=_exclude(obj))
     return obj
 
 

@@ -13,6 +13,8 @@ node -> runtime   {"id":N,"op":"call_tool","name":..,"arguments":{..}}  -> {"id"
                   {"op":"shutdown"}                                    (or EOF: exit 0)
 runtime -> node   {"id":N,"notification":{"method":..,"params":..}}    (during call N)
                   {"id":N,"request":{"rid":K,"method":..,"params":..}} (sampling/elicitation/...)
+                  {"notification":{"method":"notifications/tools/list_changed"}}  (no call: a
+                   hint to send `list`, e.g. after a stdio program restarted)
 """
 
 from __future__ import annotations
@@ -151,6 +153,9 @@ class Runtime:
             self.packages.append(pkg)
         if programs:
             await asyncio.wait(programs)
+        for pkg in self.packages:
+            if pkg.adapter is not None:
+                pkg.adapter.hint = self.hint
         return await self.relist()
 
     async def _start(self, pkg: loader.Package) -> None:
@@ -273,6 +278,11 @@ class Runtime:
             err["data"] = data
         self.send_obj({"id": rid, "error": err})
 
+    def hint(self, method: str) -> None:
+        """Tell the node, outside any call, that what a package lists may have changed."""
+        if self.writer is not None:
+            self.send_obj({"notification": {"method": method}})
+
     def notify(self, call_id: Any, method: str, params: Any) -> None:
         if call_id not in self.calls:
             return  # the call finished or was cancelled: nobody to route it to
@@ -357,6 +367,7 @@ class Runtime:
     def _call(self, rid: Any, obj: dict[str, Any], adapter: Adapter, method: str, params: Any) -> Call:
         meta = obj.get("meta")
         client = obj.get("client")
+        inp = obj.get("input")
         return Call(
             rid,
             self,
@@ -365,6 +376,7 @@ class Runtime:
             meta if type(meta) is dict else None,
             client if type(client) is dict else None,
             adapter.types_mod,
+            inp if type(inp) is dict else None,
         )
 
     def spawn(self, rid: Any, coro: Any, adapter: Adapter | None = None) -> None:

@@ -56,9 +56,11 @@ def _sdk_session_class() -> Any:
 class Call:
     """State of one in-flight request from the node."""
 
-    __slots__ = ("id", "rt", "meta", "client", "types_mod", "params", "method")
+    __slots__ = ("id", "rt", "meta", "client", "types_mod", "params", "method", "input")
 
-    def __init__(self, rid: Any, rt: Any, method: str, params: Any, meta: Any, client: Any, types_mod: Any) -> None:
+    def __init__(
+        self, rid: Any, rt: Any, method: str, params: Any, meta: Any, client: Any, types_mod: Any, input: Any = None
+    ) -> None:
         self.id = rid
         self.rt = rt
         self.method = method
@@ -66,6 +68,8 @@ class Call:
         self.meta = meta  # the client's `_meta` object as the node passed it, or None
         self.client = client  # optional {"protocolVersion","capabilities","clientInfo"} from the node
         self.types_mod = types_mod
+        # a 2026-07-28 retry's {"inputResponses", "requestState"} (multi-round-trip), or None
+        self.input = input
 
 
 class _NoClient:

@@ -60,6 +60,7 @@ class Session:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self.init_result: dict[str, Any] = {}
         self.on_closed: Any = None  # called (no arguments) the moment the session ends
+        self.on_list_changed: Any = None  # called with the method of a list_changed it sends
         self._tasks = [
             self.loop.create_task(self._read_stdout(), name=f"stdio {name}: stdout"),
             self.loop.create_task(self._read_stderr(), name=f"stdio {name}: stderr"),
@@ -135,7 +136,7 @@ class Session:
         rid = next(self._ids)
         if call is not None:
             token = f"ramen-{rid}"
-            params = dict(params, _meta={**(call.meta or {}), "progressToken": token})
+            params = dict(params, _meta={**session_meta(call.meta), "progressToken": token})
             self._calls[rid] = call
             self._tokens[token] = call
         fut = self.loop.create_future()
@@ -235,6 +236,8 @@ class Session:
             return
         if method == "notifications/cancelled":
             return  # the child gave up on a request of its own; the runtime sends none
+        if method.endswith("/list_changed") and self.on_list_changed is not None:
+            self.on_list_changed(method)  # the node re-lists whichever call it arrives in
         calls = {id(c): c for c in self._calls.values()}
         if len(calls) == 1:
             call = next(iter(calls.values()))
@@ -312,6 +315,21 @@ def _describe_exit(code: int) -> str:
         except ValueError:
             return f"was killed by signal {-code}"
     return f"exited with code {code}"
+
+
+# Keys of a 2026-07-28 request's `_meta` that describe that request's revision and client.
+# This session speaks the handshake revision with the program, which (if dual-era) refuses
+# a request carrying them; the program sees the runtime as its client anyway.
+_ENVELOPE_KEYS = frozenset(
+    f"io.modelcontextprotocol/{k}" for k in ("protocolVersion", "clientCapabilities", "clientInfo", "logLevel")
+)
+
+
+def session_meta(meta: Any) -> dict[str, Any]:
+    """The node's `_meta` for a request on this (handshake-era) session: the rest goes along."""
+    if not isinstance(meta, dict):
+        return {}
+    return {k: v for k, v in meta.items() if k not in _ENVELOPE_KEYS}
 
 
 def child_env(extra: dict[str, str] | None) -> dict[str, str]:

@@ -166,6 +166,19 @@ class ReferenceServersTest(unittest.TestCase):
         )["result"]
         self.assertEqual(r["structuredContent"]["target"]["datetime"][11:16], "21:00")
 
+    def test_calls_from_a_2026_request(self) -> None:
+        # The node passes a stateless request's _meta verbatim; the runtime speaks the
+        # handshake revision with the program, which refuses that revision's envelope keys.
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "progressToken": "p",
+        }
+        r = self.rt.call_tool("time.get_current_time", {"timezone": "UTC"}, meta=meta)
+        self.assertIn("result", r, r)
+        self.assertEqual(r["result"]["structuredContent"]["timezone"], "UTC")
+
     def test_time_tool_error(self) -> None:
         r = self.rt.call_tool("time.get_current_time", {"timezone": ""})["result"]
         self.assertTrue(r["isError"])
@@ -197,6 +210,9 @@ class ReferenceServersTest(unittest.TestCase):
 
         eventually(works)
         self.assertNotEqual(child_running(self.rt.proc.pid, "mcp_server_time"), pid)
+        # The runtime told the node, outside any call, to list again.
+        hints = [f for f in self.rt.backlog if "id" not in f and "notification" in f]
+        self.assertEqual(hints, [{"notification": {"method": "notifications/tools/list_changed"}}])
         self.assertIsNone(package(self.rt.request("list", timeout=30)["result"], "time")["error"])
 
 

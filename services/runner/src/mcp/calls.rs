@@ -1,20 +1,29 @@
 //! One call into the runtime on behalf of a client request. The answer is plain JSON when the
 //! result comes first; the response becomes an SSE stream as soon as the runtime has
 //! something to say before the result (progress, a log line, a request to the client).
+//!
+//! A call answers to a [`Scope`]: a 2025-11-25 session (cancellable by
+//! `notifications/cancelled`, log level set by `logging/setLevel`, server→client requests
+//! relayed on the stream) or one stateless 2026-07-28 request (log level and capabilities
+//! from its `_meta`, no requests to the client: a missing capability is -32021, results
+//! carry `resultType`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
+use axum::http::StatusCode;
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_REQUEST, OVERLOADED};
-use super::session::{Session, sse_event};
+use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, OVERLOADED};
+use super::modern::park::Question;
+use super::modern::stateless::{self, Asked, Stateless};
+use super::session::{Session, log_level_rank, sse_event};
 use crate::node::{Node, Slot};
 use crate::runtime::{CANCELLED, CallEvent, RpcError};
 
@@ -27,6 +36,8 @@ pub struct Accepts {
 
 pub enum Reply {
     Json(String),
+    /// A JSON body with another status than 200 (2026-07-28 refusals: 400, 404).
+    Status(StatusCode, String),
     Sse(Body),
     /// At the in-flight cap: HTTP 503 with `Retry-After`.
     Overloaded(String),
@@ -51,8 +62,28 @@ pub struct RuntimeRequest {
     pub progress_token: Option<Box<RawValue>>,
     /// The client's `_meta`, passed through (tools see it as the request context's meta).
     pub meta: Option<String>,
-    /// The session's client description (see `Session::client`).
+    /// Who the client is (see `Session::client`; for a stateless request, its `_meta`).
     pub client: String,
+    /// A 2026-07-28 retry's `{"inputResponses", "requestState"}` (multi-round-trip).
+    pub input: Option<String>,
+}
+
+/// Who a call answers to.
+#[derive(Clone)]
+pub enum Scope {
+    Session(Arc<Session>),
+    Stateless(Arc<Stateless>),
+}
+
+impl Scope {
+    fn wants_log(&self, level: &str) -> bool {
+        match self {
+            Scope::Session(session) => session.wants_log(level),
+            Scope::Stateless(request) => {
+                request.log_level.is_some_and(|min| log_level_rank(level).unwrap_or(u8::MAX) >= min)
+            }
+        }
+    }
 }
 
 impl RuntimeRequest {
@@ -70,20 +101,26 @@ impl RuntimeRequest {
         }
         out.push_str(r#","client":"#);
         out.push_str(&self.client);
+        if let Some(input) = &self.input {
+            out.push_str(r#","input":"#);
+            out.push_str(input);
+        }
         out.push('}');
         out.into_bytes()
     }
 }
 
-/// A call in flight. Dropping it before the result arrived (the client went away) cancels
-/// the call in the runtime and frees its slot.
-struct ActiveCall {
+/// A call in flight. Dropping it before the result arrived (the client went away, or it
+/// waited too long for its client's answer) cancels the call in the runtime and frees its
+/// slot.
+pub(crate) struct ActiveCall {
     node: Arc<Node>,
-    session: Arc<Session>,
+    scope: Scope,
     id: String,
     rid: u64,
     events: mpsc::Receiver<CallEvent>,
-    _slot: Slot,
+    /// `None` while the call waits for its client (2026-07-28 multi-round-trip).
+    slot: Option<Slot>,
     finished: bool,
     method: String,
     package: String,
@@ -96,7 +133,9 @@ struct ActiveCall {
 
 impl Drop for ActiveCall {
     fn drop(&mut self) {
-        self.session.calls.lock().remove(&self.id);
+        if let Scope::Session(session) = &self.scope {
+            session.calls.lock().remove(&self.id);
+        }
         if !self.finished {
             self.node.runtime.abandon(self.rid);
             let seconds = self.started.elapsed().as_secs_f64();
@@ -108,7 +147,7 @@ impl Drop for ActiveCall {
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
     node: &Arc<Node>,
-    session: &Arc<Session>,
+    scope: Scope,
     id: &RawValue,
     method: &str,
     package: String,
@@ -130,15 +169,17 @@ pub async fn run(
             return Reply::Json(jsonrpc::error(Some(&id_text), err.code, &err.message, None));
         }
     };
-    session.calls.lock().insert(id_text.clone(), rid);
+    if let Scope::Session(session) = &scope {
+        session.calls.lock().insert(id_text.clone(), rid);
+    }
     let span = tracing::info_span!("runtime.call", %method, %package, rid);
-    let mut call = ActiveCall {
+    let call = ActiveCall {
         node: node.clone(),
-        session: session.clone(),
+        scope,
         id: id_text,
         rid,
         events,
-        _slot: slot,
+        slot: Some(slot),
         finished: false,
         method: method.to_owned(),
         package,
@@ -147,19 +188,36 @@ pub async fn run(
         accepts,
         _span: span,
     };
+    drive(call).await
+}
+
+/// Turns a call's events into the client's response: the result as JSON, or an SSE stream
+/// once there is something to say first; a stateless call whose tool asks its client
+/// something is parked and answered with the question.
+pub(crate) async fn drive(mut call: ActiveCall) -> Reply {
     loop {
         match call.events.recv().await {
-            None => return Reply::Json(call.finish(Err(lost()))),
-            Some(CallEvent::Done(outcome)) => return Reply::Json(call.finish(outcome)),
-            Some(event) => {
-                if let Some(first) = call.translate(event)
-                    && call.accepts.sse
-                {
-                    return Reply::Sse(stream(call, first));
-                }
-            }
+            None => return call.reply(Err(lost())),
+            Some(CallEvent::Done(outcome)) => return call.reply(outcome),
+            Some(event) => match call.translate(event) {
+                Step::Emit(first) if call.accepts.sse => return Reply::Sse(stream(call, first)),
+                Step::Emit(_) | Step::Skip => {}
+                Step::Finish(outcome) => return call.reply(outcome),
+                Step::Park(question) => return call.park(question),
+            },
         }
     }
+}
+
+/// What one runtime event means for the client's response.
+enum Step {
+    /// An SSE event to send before the result.
+    Emit(Bytes),
+    Skip,
+    /// The call ends here, with this outcome (the runtime call is abandoned).
+    Finish(Result<Box<RawValue>, RpcError>),
+    /// The tool asks the client of a stateless call: the call waits, the response asks.
+    Park(Question),
 }
 
 fn lost() -> RpcError {
@@ -167,30 +225,36 @@ fn lost() -> RpcError {
 }
 
 fn stream(call: ActiveCall, first: Bytes) -> Body {
-    let events = futures::stream::unfold((call, Some(first)), |(mut call, first)| async move {
+    let state = (Some(call), Some(first));
+    let events = futures::stream::unfold(state, |(call, first)| async move {
+        let mut call = call?;
         if let Some(first) = first {
-            return Some((Ok::<_, Infallible>(first), (call, None)));
+            return Some((Ok::<_, Infallible>(first), (Some(call), None)));
         }
         if call.finished {
             return None;
         }
-        loop {
+        let last = loop {
             match call.events.recv().await {
-                None => {
-                    let last = sse_event(&call.finish(Err(lost())));
-                    return Some((Ok(last), (call, None)));
-                }
-                Some(CallEvent::Done(outcome)) => {
-                    let last = sse_event(&call.finish(outcome));
-                    return Some((Ok(last), (call, None)));
-                }
-                Some(event) => {
-                    if let Some(bytes) = call.translate(event) {
-                        return Some((Ok(bytes), (call, None)));
+                None => break call.finish(Err(lost())),
+                Some(CallEvent::Done(outcome)) => break call.finish(outcome),
+                Some(event) => match call.translate(event) {
+                    Step::Emit(bytes) => return Some((Ok(bytes), (Some(call), None))),
+                    Step::Skip => {}
+                    Step::Finish(outcome) => break call.finish(outcome),
+                    Step::Park(question) => {
+                        let body = match call.park(question) {
+                            Reply::Json(body)
+                            | Reply::Status(_, body)
+                            | Reply::Overloaded(body) => body,
+                            Reply::Sse(_) => unreachable!("a parked call answers with JSON"),
+                        };
+                        return Some((Ok(sse_event(&body)), (None, None)));
                     }
-                }
+                },
             }
-        }
+        };
+        Some((Ok(sse_event(&last)), (Some(call), None)))
     });
     Body::from_stream(events)
 }
@@ -203,18 +267,37 @@ struct RuntimeMessage {
 }
 
 impl ActiveCall {
+    /// The final answer as a plain (non-stream) response.
+    fn reply(&mut self, outcome: Result<Box<RawValue>, RpcError>) -> Reply {
+        let status = match (&self.scope, &outcome) {
+            (Scope::Stateless(_), Err(err)) => stateless::error_status(err.code),
+            _ => StatusCode::OK,
+        };
+        let body = self.finish(outcome);
+        if status == StatusCode::OK { Reply::Json(body) } else { Reply::Status(status, body) }
+    }
+
     /// The JSON-RPC response for the runtime's outcome; records the metric.
     fn finish(&mut self, outcome: Result<Box<RawValue>, RpcError>) -> String {
         self.finished = true;
+        let modern = matches!(self.scope, Scope::Stateless(_));
         let (body, label) = match outcome {
             Ok(result) => {
                 let raw = result.get();
                 let tool_error = self.method == "tools/call"
                     && (raw.contains(r#""isError":true"#) || raw.contains(r#""isError": true"#));
-                (jsonrpc::result(&self.id, raw), if tool_error { "tool_error" } else { "ok" })
+                let label = if tool_error { "tool_error" } else { "ok" };
+                if modern {
+                    (jsonrpc::result(&self.id, &stateless::shape_result(&self.method, raw)), label)
+                } else {
+                    (jsonrpc::result(&self.id, raw), label)
+                }
             }
-            Err(err) => {
+            Err(mut err) => {
                 let label = if err.code == CANCELLED { "cancelled" } else { "error" };
+                if modern && err.code == stateless::LEGACY_RESOURCE_NOT_FOUND {
+                    err.code = INVALID_PARAMS; // 2026-07-28 retired -32002
+                }
                 (jsonrpc::error(Some(&self.id), err.code, &err.message, err.data.as_ref()), label)
             }
         };
@@ -227,49 +310,125 @@ impl ActiveCall {
         body
     }
 
-    /// Turns a runtime notification or request into an SSE event for the client, or `None`
-    /// when the client did not ask for it (no progress token, log level below its setting).
-    fn translate(&mut self, event: CallEvent) -> Option<Bytes> {
+    /// Turns a runtime notification or request into what the client sees: an SSE event,
+    /// nothing (no progress token, log level below its setting, not request-scoped), or the
+    /// end of the call (a stateless client lacks a capability the tool needs).
+    fn translate(&mut self, event: CallEvent) -> Step {
         match event {
-            CallEvent::Notification(raw) => {
-                let mut message: RuntimeMessage = serde_json::from_str(raw.get()).ok()?;
-                match message.method.as_str() {
-                    "notifications/progress" => {
-                        let token =
-                            serde_json::from_str(self.progress_token.as_ref()?.get()).ok()?;
-                        message.params.insert("progressToken".into(), token);
-                    }
-                    "notifications/message" => {
-                        let level =
-                            message.params.get("level").and_then(Value::as_str).unwrap_or("info");
-                        if !self.session.wants_log(level) {
-                            return None;
-                        }
-                    }
-                    _ => {}
+            CallEvent::Notification(raw) => self.notification(&raw).map_or(Step::Skip, Step::Emit),
+            CallEvent::ServerRequest { rid, request } => match &self.scope {
+                Scope::Session(session) => {
+                    let session = session.clone();
+                    self.relay_request(&session, rid, &request).map_or(Step::Skip, Step::Emit)
                 }
-                let params = serde_json::to_string(&message.params).ok()?;
-                Some(sse_event(&jsonrpc::notification(&message.method, Some(&params))))
+                Scope::Stateless(request_scope) => {
+                    match stateless::server_request(&self.node, request_scope, rid, &request) {
+                        Asked::Answered => Step::Skip,
+                        Asked::Refused(err) => {
+                            self.node.runtime.abandon(self.rid);
+                            Step::Finish(Err(err))
+                        }
+                        Asked::Client(question) => Step::Park(question),
+                    }
+                }
+            },
+            CallEvent::Done(_) => Step::Skip,
+        }
+    }
+
+    fn notification(&mut self, raw: &RawValue) -> Option<Bytes> {
+        let mut message: RuntimeMessage = serde_json::from_str(raw.get()).ok()?;
+        match message.method.as_str() {
+            "notifications/progress" => {
+                let token = serde_json::from_str(self.progress_token.as_ref()?.get()).ok()?;
+                message.params.insert("progressToken".into(), token);
             }
-            CallEvent::ServerRequest { rid, request } => {
-                if !self.accepts.sse {
-                    let refusal = RpcError::new(
-                        INVALID_REQUEST,
-                        "the client accepts no event stream, so it cannot be asked anything",
-                    );
-                    self.node.runtime.respond(rid, Err(&refusal));
+            "notifications/message" => {
+                let level = message.params.get("level").and_then(Value::as_str).unwrap_or("info");
+                if !self.scope.wants_log(level) {
                     return None;
                 }
-                let message: RuntimeMessage = serde_json::from_str(request.get()).ok()?;
-                let sid = self.session.next_server_request_id();
-                self.session.server_requests.lock().insert(sid.clone(), rid);
-                let params = serde_json::to_string(&message.params).ok()?;
-                let method = serde_json::to_string(&message.method).ok()?;
-                Some(sse_event(&format!(
-                    r#"{{"jsonrpc":"2.0","id":{sid},"method":{method},"params":{params}}}"#
-                )))
             }
-            CallEvent::Done(_) => None,
+            "notifications/resources/updated" => {
+                if let Some(uri) = message.params.get("uri").and_then(Value::as_str) {
+                    self.node.changes.resource_updated(uri);
+                }
+                if matches!(self.scope, Scope::Stateless(_)) {
+                    return None; // delivered on subscriptions/listen streams only
+                }
+            }
+            // List changes are not about this request: the node re-lists and tells
+            // listeners. A session's stream still carries them, as it always did.
+            _ if matches!(self.scope, Scope::Stateless(_)) => return None,
+            _ => {}
         }
+        let params = serde_json::to_string(&message.params).ok()?;
+        Some(sse_event(&jsonrpc::notification(&message.method, Some(&params))))
+    }
+
+    /// Leaves the call waiting for its client's answer (its slot freed) and answers the
+    /// request with the question (`InputRequiredResult`).
+    fn park(mut self, question: Question) -> Reply {
+        self.slot = None;
+        let node = self.node.clone();
+        let id = self.id.clone();
+        let seconds = self.started.elapsed().as_secs_f64();
+        node.metrics.record(&self.method, &self.package, "input_required", seconds);
+        match node.parked.park(self, question) {
+            Ok(result) => Reply::Json(jsonrpc::result(&id, &result)),
+            Err(refusal) => {
+                Reply::Overloaded(jsonrpc::error(Some(&id), OVERLOADED, &refusal, None))
+            }
+        }
+    }
+
+    /// The scope a parked call was asked under (what its retry must match).
+    pub(crate) fn stateless_scope(&self) -> Option<&Stateless> {
+        match &self.scope {
+            Scope::Stateless(scope) => Some(scope),
+            Scope::Session(_) => None,
+        }
+    }
+
+    pub(crate) fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// A parked call answers the client's retry `id` from here on.
+    pub(crate) fn resume(
+        mut self,
+        id: &RawValue,
+        slot: Slot,
+        scope: Scope,
+        accepts: Accepts,
+        progress_token: Option<Box<RawValue>>,
+    ) -> Self {
+        self.id = id.get().to_owned();
+        self.slot = Some(slot);
+        self.scope = scope;
+        self.accepts = accepts;
+        self.progress_token = progress_token;
+        self.started = Instant::now();
+        self
+    }
+
+    /// Relays a tool's request (sampling, elicitation, roots) to a session's client.
+    fn relay_request(&mut self, session: &Session, rid: u64, request: &RawValue) -> Option<Bytes> {
+        if !self.accepts.sse {
+            let refusal = RpcError::new(
+                INVALID_REQUEST,
+                "the client accepts no event stream, so it cannot be asked anything",
+            );
+            self.node.runtime.respond(rid, Err(&refusal));
+            return None;
+        }
+        let message: RuntimeMessage = serde_json::from_str(request.get()).ok()?;
+        let sid = session.next_server_request_id();
+        session.server_requests.lock().insert(sid.clone(), rid);
+        let params = serde_json::to_string(&message.params).ok()?;
+        let method = serde_json::to_string(&message.method).ok()?;
+        Some(sse_event(&format!(
+            r#"{{"jsonrpc":"2.0","id":{sid},"method":{method},"params":{params}}}"#
+        )))
     }
 }

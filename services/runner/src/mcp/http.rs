@@ -1,6 +1,9 @@
-//! MCP streamable HTTP (revision 2025-11-25; 2025-06-18 and 2025-03-26 clients accepted): one
-//! endpoint for POST (client messages), GET (the session's server-to-client stream) and
-//! DELETE (end the session).
+//! MCP streamable HTTP on one endpoint, for both eras, decided per request: a request
+//! carrying the 2026-07-28 envelope (`_meta` protocol version, or that revision's
+//! `MCP-Protocol-Version`) is served statelessly by `modern`; everything else is the
+//! session-based revision 2025-11-25 (2025-06-18 and 2025-03-26 clients accepted) — POST
+//! (client messages), GET (the session's server-to-client stream) and DELETE (end the
+//! session).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,8 +23,9 @@ use serde_json::json;
 use tokio_stream::wrappers::BroadcastStream;
 
 use super::calls::{Accepts, Reply};
-use super::jsonrpc::{self, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, PARSE_ERROR, ParseError};
+use super::jsonrpc::{self, INVALID_REQUEST, Incoming, PARSE_ERROR, ParseError};
 use super::methods;
+use super::modern;
 use super::session::{LATEST_VERSION, SUPPORTED_VERSIONS, Session};
 use crate::node::Node;
 
@@ -33,7 +37,7 @@ pub fn router(node: Arc<Node>, path: &str) -> Router {
     Router::new().route(path, post(post_mcp).get(get_mcp).delete(delete_mcp)).with_state(node)
 }
 
-fn json_response(status: StatusCode, body: String) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
         .into_response()
 }
@@ -71,16 +75,46 @@ fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Respo
         );
         return Err(response);
     }
-    if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
-        && !SUPPORTED_VERSIONS.contains(&version)
-    {
-        let message = format!(
-            "unsupported MCP-Protocol-Version {version:?}; supported: {}",
-            SUPPORTED_VERSIONS.join(", ")
-        );
-        return Err(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, &message));
-    }
     Ok(())
+}
+
+/// A session-era request with an `MCP-Protocol-Version` this node does not speak: 400.
+fn legacy_version_refused(headers: &HeaderMap) -> Option<Response> {
+    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())?;
+    if SUPPORTED_VERSIONS.contains(&version) {
+        return None;
+    }
+    if modern::envelope::MODERN_VERSIONS.contains(&version) {
+        let message = format!(
+            "MCP-Protocol-Version {version:?} requests carry params._meta[{:?}] and no initialize",
+            modern::envelope::PROTOCOL_VERSION_KEY
+        );
+        return Some(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, &message));
+    }
+    let message = format!(
+        "unsupported MCP-Protocol-Version {version:?}; supported: {}, {}",
+        modern::envelope::MODERN_VERSIONS.join(", "),
+        SUPPORTED_VERSIONS.join(", ")
+    );
+    Some(http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, &message))
+}
+
+/// Whether a GET/DELETE comes from a 2026-07-28 client, which has no session to stream or end.
+fn modern_header(headers: &HeaderMap) -> bool {
+    headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| modern::envelope::MODERN_VERSIONS.contains(&v))
+}
+
+fn method_not_allowed() -> Response {
+    let mut response = http_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        INVALID_REQUEST,
+        "MCP 2026-07-28 has no GET stream or session to delete: POST requests (subscriptions/listen for changes)",
+    );
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
 }
 
 /// The session named by `Mcp-Session-Id`: 400 when absent, 404 when unknown or ended.
@@ -172,19 +206,23 @@ async fn post_mcp(
             return json_response(StatusCode::BAD_REQUEST, body);
         }
     };
+    let (method, params) = match &message {
+        Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => {
+            (*method, *params)
+        }
+        Incoming::Response { .. } => ("", None),
+    };
+    if !method.is_empty() && modern::is_modern(&headers, method, params) {
+        return modern::handle(&node, &headers, message, accepts).await;
+    }
+    if let Some(refused) = legacy_version_refused(&headers) {
+        return refused;
+    }
     if let Incoming::Request { id, method: "initialize", params } = message {
         return initialize(&node, id.get(), params);
     }
     let session = match session(&node, &headers) {
         Ok(session) => session,
-        Err(_) if matches!(message, Incoming::Request { method: "server/discover", .. }) => {
-            // A client probing a newer revision falls back to initialize on this error.
-            return http_error(
-                StatusCode::BAD_REQUEST,
-                METHOD_NOT_FOUND,
-                "server/discover is not supported; initialize (MCP 2025-11-25)",
-            );
-        }
         Err(refused) => return refused,
     };
     match message {
@@ -223,9 +261,10 @@ async fn refuse_unread(body: Body, limit: usize, mut refused: Response) -> Respo
     refused
 }
 
-fn into_response(reply: Reply) -> Response {
+pub(crate) fn into_response(reply: Reply) -> Response {
     match reply {
         Reply::Json(body) => json_response(StatusCode::OK, body),
+        Reply::Status(status, body) => json_response(status, body),
         Reply::Overloaded(body) => {
             let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, body);
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -235,7 +274,7 @@ fn into_response(reply: Reply) -> Response {
     }
 }
 
-fn sse_response(body: Body) -> Response {
+pub(crate) fn sse_response(body: Body) -> Response {
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
@@ -367,6 +406,12 @@ async fn get_mcp(
     if let Err(refused) = admit(&node, &headers, peer) {
         return refused;
     }
+    if modern_header(&headers) && !headers.contains_key(SESSION_HEADER) {
+        return method_not_allowed();
+    }
+    if let Some(refused) = legacy_version_refused(&headers) {
+        return refused;
+    }
     if !accepts(&headers).sse {
         return http_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -414,6 +459,12 @@ async fn delete_mcp(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refused) = admit(&node, &headers, peer) {
+        return refused;
+    }
+    if modern_header(&headers) && !headers.contains_key(SESSION_HEADER) {
+        return method_not_allowed();
+    }
+    if let Some(refused) = legacy_version_refused(&headers) {
         return refused;
     }
     let session = match session(&node, &headers) {

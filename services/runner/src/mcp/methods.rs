@@ -1,5 +1,7 @@
 //! MCP methods on an established session. Lists are answered by the node from its catalog;
-//! calls, reads and prompt renders go to the runtime after the policy allows them.
+//! calls, reads and prompt renders go to the runtime after the policy allows them. The list
+//! pages and the runtime-bound path are shared with stateless 2026-07-28 requests
+//! (`modern`).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::calls::{self, Accepts, Reply};
+use super::calls::{self, Accepts, Reply, Scope};
 use super::jsonrpc::{self, INVALID_PARAMS, METHOD_NOT_FOUND};
 use super::session::{Session, log_level_rank};
 use super::utilities;
@@ -68,16 +70,38 @@ fn list(
     }
     let params: Params =
         params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
-    let offset = match params.cursor.as_deref().map(decode_cursor) {
+    match list_page(node, params.cursor.as_deref(), kind, field) {
+        Ok(page) => {
+            let result = serde_json::to_string(&page.body).unwrap_or_else(|_| "{}".into());
+            (Reply::json(jsonrpc::result(id, &result)), String::new(), "ok")
+        }
+        Err(message) => (Reply::error(id, INVALID_PARAMS, message), String::new(), "error"),
+    }
+}
+
+/// One page of a list as callers may see it.
+pub(crate) struct Page {
+    /// `{<field>: [...], "nextCursor"?}`.
+    pub body: Map<String, Value>,
+    /// Whether the policy hides part of this list (the answer is this environment's view).
+    pub filtered: bool,
+}
+
+pub(crate) fn list_page(
+    node: &Node,
+    cursor: Option<&str>,
+    kind: Kind,
+    field: &str,
+) -> Result<Page, &'static str> {
+    let offset = match cursor.map(decode_cursor) {
         None => 0,
         Some(Some(offset)) => offset,
-        Some(None) => {
-            return (Reply::error(id, INVALID_PARAMS, "invalid cursor"), String::new(), "error");
-        }
+        Some(None) => return Err("invalid cursor"),
     };
     let catalog = node.catalog();
     let policy = node.policy();
     let page = node.settings.page_size;
+    let filtered = catalog.visible(kind, &policy).count() < catalog.count(kind);
     let mut visible = catalog.visible(kind, &policy).skip(offset);
     let items: Vec<&Value> = visible.by_ref().take(page).collect();
     let mut body = Map::new();
@@ -85,8 +109,7 @@ fn list(
     if visible.next().is_some() {
         body.insert("nextCursor".into(), json!(B64.encode(format!("o:{}", offset + page))));
     }
-    let result = serde_json::to_string(&body).unwrap_or_else(|_| "{}".into());
-    (Reply::json(jsonrpc::result(id, &result)), String::new(), "ok")
+    Ok(Page { body, filtered })
 }
 
 fn decode_cursor(cursor: &str) -> Option<usize> {
@@ -139,8 +162,7 @@ struct Meta {
     progress_token: Option<Box<RawValue>>,
 }
 
-/// `tools/call`, `resources/read`, `prompts/get`: check the target exists and is not
-/// blocked, take an in-flight slot, and hand the call to the runtime.
+/// `tools/call`, `resources/read`, `prompts/get` of a session.
 async fn runtime_bound(
     node: &Arc<Node>,
     session: &Arc<Session>,
@@ -156,8 +178,6 @@ async fn runtime_bound(
         node.metrics.record(method, "", "error", started.elapsed().as_secs_f64());
         return Reply::error(id_text, INVALID_PARAMS, "missing or malformed params");
     };
-    let catalog = node.catalog();
-    let policy = node.policy();
     let target = match method {
         "resources/read" => params.uri.as_deref(),
         _ => params.name.as_deref(),
@@ -167,6 +187,51 @@ async fn runtime_bound(
         node.metrics.record(method, "", "error", started.elapsed().as_secs_f64());
         return Reply::error(id_text, INVALID_PARAMS, &format!("params.{field} is required"));
     };
+    let call = Target {
+        target,
+        arguments: params.arguments,
+        meta: params.meta,
+        progress_token: params
+            .meta
+            .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+            .and_then(|m| m.progress_token),
+        client: session.client.clone(),
+        input: None,
+    };
+    call_runtime(node, Scope::Session(session.clone()), id, method, call, accepts, started, |_| {
+        Ok(())
+    })
+    .await
+}
+
+/// What a runtime-bound request names and carries.
+pub(crate) struct Target<'a> {
+    pub target: &'a str,
+    pub arguments: Option<&'a RawValue>,
+    pub meta: Option<&'a RawValue>,
+    pub progress_token: Option<Box<RawValue>>,
+    pub client: String,
+    pub input: Option<String>,
+}
+
+/// Checks the target exists and is not blocked, lets `check` look at the catalog entry
+/// (2026-07-28: `Mcp-Param-*` headers against the tool's schema), takes an in-flight slot
+/// and hands the call to the runtime.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn call_runtime(
+    node: &Arc<Node>,
+    scope: Scope,
+    id: &RawValue,
+    method: &str,
+    call: Target<'_>,
+    accepts: Accepts,
+    started: Instant,
+    check: impl FnOnce(&crate::catalog::Catalog) -> Result<(), Reply>,
+) -> Reply {
+    let id_text = id.get();
+    let catalog = node.catalog();
+    let policy = node.policy();
+    let target = call.target;
     let package = match method {
         "tools/call" => catalog.tool_package(target),
         "prompts/get" => catalog.prompt_package(target),
@@ -184,18 +249,16 @@ async fn runtime_bound(
             "blocked",
             started.elapsed().as_secs_f64(),
         );
-        let what = if method == "resources/read" {
-            "resource"
-        } else if method == "prompts/get" {
-            "prompt"
-        } else {
-            "tool"
-        };
-        return Reply::error(
-            id_text,
-            METHOD_NOT_FOUND,
-            &format!("{what} `{target}` is blocked on this environment"),
+        return Reply::error(id_text, METHOD_NOT_FOUND, &blocked_message(method, target));
+    }
+    if let Err(refused) = check(&catalog) {
+        node.metrics.record(
+            method,
+            package.unwrap_or_default(),
+            "error",
+            started.elapsed().as_secs_f64(),
         );
+        return refused;
     }
     let request = calls::RuntimeRequest {
         op: match method {
@@ -205,17 +268,15 @@ async fn runtime_bound(
         },
         target_field: if method == "resources/read" { "uri" } else { "name" },
         target: target.to_owned(),
-        arguments: params.arguments.map(|a| a.get().to_owned()),
-        progress_token: params
-            .meta
-            .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
-            .and_then(|m| m.progress_token),
-        meta: params.meta.map(|m| m.get().to_owned()),
-        client: session.client.clone(),
+        arguments: call.arguments.map(|a| a.get().to_owned()),
+        progress_token: call.progress_token,
+        meta: call.meta.map(|m| m.get().to_owned()),
+        client: call.client,
+        input: call.input,
     };
     calls::run(
         node,
-        session,
+        scope,
         id,
         method,
         package.unwrap_or_default().to_owned(),
@@ -224,4 +285,14 @@ async fn runtime_bound(
         started,
     )
     .await
+}
+
+/// The answer to a blocked target (-32601, the product's rule), the same from node and edge.
+pub fn blocked_message(method: &str, target: &str) -> String {
+    let what = match method {
+        "resources/read" => "resource",
+        "prompts/get" => "prompt",
+        _ => "tool",
+    };
+    format!("{what} `{target}` is blocked on this environment")
 }

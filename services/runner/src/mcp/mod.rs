@@ -1,8 +1,10 @@
 //! The MCP endpoint of the node.
 
 pub mod calls;
+pub mod changes;
 pub mod http;
 pub mod jsonrpc;
 mod methods;
+pub mod modern;
 pub mod session;
 mod utilities;

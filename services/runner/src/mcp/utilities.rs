@@ -21,6 +21,14 @@ fn ok(id: &str, result: &str) -> Answer {
 
 /// `completion/complete`: no suggestions, but only for a well-formed request (-32602 else).
 pub fn complete(id: &str, params: Option<&RawValue>) -> Answer {
+    match completion(params) {
+        Ok(result) => ok(id, result),
+        Err(message) => invalid(id, message),
+    }
+}
+
+/// The `completion/complete` result, or why the request is malformed.
+pub fn completion(params: Option<&RawValue>) -> Result<&'static str, &'static str> {
     #[derive(Deserialize)]
     struct Ref {
         #[serde(rename = "type")]
@@ -41,10 +49,10 @@ pub fn complete(id: &str, params: Option<&RawValue>) -> Answer {
     }
     match params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) {
         Some(p) if matches!(p.reference.kind.as_str(), "ref/prompt" | "ref/resource") => {
-            ok(id, r#"{"completion":{"values":[],"total":0,"hasMore":false}}"#)
+            Ok(r#"{"completion":{"values":[],"total":0,"hasMore":false}}"#)
         }
-        Some(_) => invalid(id, "`ref.type` must be ref/prompt or ref/resource"),
-        None => invalid(id, "completion/complete needs `ref` and `argument.name`"),
+        Some(_) => Err("`ref.type` must be ref/prompt or ref/resource"),
+        None => Err("completion/complete needs `ref` and `argument.name`"),
     }
 }
 

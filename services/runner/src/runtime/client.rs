@@ -9,7 +9,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use super::frame;
 
@@ -50,6 +50,9 @@ pub(crate) struct Calls {
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, mpsc::Sender<CallEvent>>>,
     writer: Mutex<Option<mpsc::UnboundedSender<Bytes>>>,
+    /// Set when the runtime said a list changed (in a call or on its own): the node
+    /// re-lists. A `Notify` keeps one permit, so a burst of hints is one re-list.
+    pub relist: Notify,
 }
 
 impl Calls {
@@ -58,6 +61,7 @@ impl Calls {
             next_id: AtomicU64::new(1),
             pending: Default::default(),
             writer: Mutex::new(None),
+            relist: Notify::new(),
         })
     }
 
@@ -130,6 +134,11 @@ impl Calls {
 
     /// Routes one frame from the runtime to the call it belongs to.
     pub fn dispatch(&self, incoming: Incoming) {
+        if let Some(notification) = &incoming.notification
+            && is_list_changed(notification)
+        {
+            self.relist.notify_one();
+        }
         let Some(id) = incoming.id else {
             if let Some(error) = incoming.error {
                 tracing::warn!(code = error.code, message = %error.message, "runtime reported an error");
@@ -174,6 +183,17 @@ impl Calls {
     pub fn forget(&self, id: u64) -> bool {
         self.pending.lock().remove(&id).is_some()
     }
+}
+
+fn is_list_changed(notification: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: std::borrow::Cow<'a, str>,
+    }
+    let text = notification.get();
+    text.contains("list_changed")
+        && serde_json::from_str::<Method>(text).is_ok_and(|m| m.method.ends_with("/list_changed"))
 }
 
 /// One frame from the runtime. Results stay raw JSON so they are spliced into the client's

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use client::{CANCELLED, CallEvent, INTERNAL, RpcError};
-pub use report::{LoadError, PackageReport, Report};
+pub use report::{LoadError, PackageReport, Report, ServerKind};
 
 use client::Calls;
 
@@ -139,5 +139,29 @@ impl Runtime {
 
     pub fn in_flight(&self) -> usize {
         self.calls.in_flight()
+    }
+
+    /// Resolves when the runtime said what it lists may have changed (a tool announced a
+    /// list change, a stdio program restarted); several hints in a row resolve once.
+    pub async fn relist_wanted(&self) {
+        self.calls.relist.notified().await;
+    }
+
+    /// Asks the running runtime to list every package again (`{"op":"list"}`).
+    pub async fn list(&self) -> Result<Report, RpcError> {
+        let (_, mut events) =
+            self.calls.start(|id| format!(r#"{{"id":{id},"op":"list"}}"#).into_bytes())?;
+        loop {
+            match events.recv().await {
+                Some(CallEvent::Done(Ok(report))) => {
+                    return serde_json::from_str(report.get()).map_err(|e| {
+                        RpcError::new(INTERNAL, format!("the runtime's report is malformed: {e}"))
+                    });
+                }
+                Some(CallEvent::Done(Err(error))) => return Err(error),
+                Some(_) => {}
+                None => return Err(RpcError::new(INTERNAL, "the runtime went away while listing")),
+            }
+        }
     }
 }

@@ -251,16 +251,152 @@ async def sessions(url: str, key: str) -> dict[str, Any]:
         }
 
 
-async def auto(url: str, key: str) -> dict[str, Any]:
-    """The SDK's default mode probes `server/discover` first and falls back to initialize."""
+async def in_mode(url: str, key: str, mode: str) -> dict[str, Any]:
+    """One client `mode` (`legacy`: initialize; `auto`: discover, then whichever revision the
+    server offers; `2026-07-28`: stateless from the first request) against hello-repo."""
     rec = Recorder()
-    async with http_client(key, rec) as http, client(url, http, rec, mode="auto") as c:
-        result = await c.call_tool("notes.add", {"a": 1, "b": 1})
+    async with http_client(key, rec) as http, client(url, http, rec, mode=mode) as c:
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        tools = [t.name for t in (await c.list_tools()).tools]
+        add = await c.call_tool("notes.add", {"a": 1, "b": 1})
+        survey = await c.call_tool("weather.survey", {"city": "Oslo", "steps": 3}, progress_callback=on_progress)
+        read = await c.read_resource("weather://forecast/paris")
+        prompt = await c.get_prompt("notes.summarize", {"name": "broth"})
+        try:
+            await c.call_tool("notes.no_such_tool", {})
+            unknown: Any = None
+        except MCPError as exc:
+            unknown = error_of(exc)
         return {
             "posted": rec.posted_methods,
+            "session_ids": rec.session_ids,
             "protocol_version": c.protocol_version,
-            "add": dump(result),
+            "tools": tools,
+            "add": dump(add),
+            "survey": dump(survey),
+            "progress": progress,
+            "read": dump(read),
+            "prompt": dump(prompt),
+            "unknown_tool": unknown,
         }
+
+
+async def fastmcp(url: str, key: str) -> dict[str, Any]:
+    """A fastmcp 4.x package (fm, runtime fixture fastmcp4-repo): session state follows the
+    session (legacy mode) and is per call without one (2026-07-28); `_meta` picks a
+    component version; progress and structured output in both modes."""
+    out: dict[str, Any] = {}
+    for mode in ("legacy", "2026-07-28"):
+        rec = Recorder()
+        async with http_client(key, rec) as http, client(url, http, rec, mode=mode) as c:
+            progress: list[float] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append(value)
+
+            remembered = await c.call_tool("fm.remember", {"value": f"kept in {mode}"})
+            recalled = await c.call_tool("fm.recall")
+            async with http_client(key, Recorder()) as http2, client(url, http2, Recorder(), mode=mode) as other:
+                elsewhere = await other.call_tool("fm.recall")
+            out[mode] = {
+                "protocol_version": c.protocol_version,
+                "session_ids": rec.session_ids,
+                "remember": dump(remembered),
+                "recall": dump(recalled),
+                "other_client_recall": dump(elsewhere),
+                "versioned": dump(await c.call_tool("fm.versioned")),
+                "versioned_v1": dump(await c.call_tool("fm.versioned", meta={"fastmcp": {"version": "1"}})),
+                "point": dump(await c.call_tool("fm.point", {"x": 3, "y": 4})),
+                "work": dump(await c.call_tool("fm.work", {"steps": 3}, progress_callback=on_progress)),
+                "progress": progress,
+                "refuse": dump(await c.call_tool("fm.refuse", {"reason": "no"})),
+                "info": dump(await c.read_resource("fm://info")),
+                "greet": dump(await c.get_prompt("fm.greet", {"name": "Ada"})),
+            }
+    return out
+
+
+async def time_server(url: str, key: str) -> dict[str, Any]:
+    """The reference stdio server mcp-server-time as a package, in both client modes."""
+    out: dict[str, Any] = {}
+    for mode in ("legacy", "2026-07-28"):
+        rec = Recorder()
+        async with http_client(key, rec) as http, client(url, http, rec, mode=mode) as c:
+            tools = {t.name: dump(t) for t in (await c.list_tools()).tools}
+            now = await c.call_tool("time.get_current_time", {"timezone": "UTC"})
+            converted = await c.call_tool(
+                "time.convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+            )
+            bad = await c.call_tool("time.get_current_time", {"timezone": "Mars/Olympus"})
+            out[mode] = {
+                "protocol_version": c.protocol_version,
+                "tools": tools,
+                "now": dump(now),
+                "converted": dump(converted),
+                "bad_zone": dump(bad),
+            }
+    return out
+
+
+async def multi_round(url: str, key: str) -> dict[str, Any]:
+    """The conformance fixture's multi-round-trip tools in 2026-07-28 mode: the client meets
+    each `InputRequiredResult` with its callbacks and retries on its own."""
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        fields = params.requested_schema["properties"]
+        return types.ElicitResult(action="accept", content={f: "Ada" if f in ("name", "username") else "teal" for f in fields})
+
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append("sampling")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Paris"), model="test-model"
+        )
+
+    rec = Recorder()
+    async with http_client(key, rec) as http:
+        c = Client(
+            streamable_http_client(url, http_client=http),
+            mode="2026-07-28",
+            cache=None,
+            elicitation_callback=on_elicit,
+            sampling_callback=on_sample,
+        )
+        async with c:
+            greeting = await c.call_tool("test_input_required_result_elicitation")
+            rounds = await c.call_tool("test_input_required_result_multi_round")
+            sampled = await c.call_tool("test_input_required_result_sampling")
+            prompt = await c.get_prompt("test_input_required_result_prompt")
+            # Tools written for sessions, asking mid-call: the node asks for them.
+            elicited = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+            sampled_mid_call = await c.call_tool("test_sampling", {"prompt": "Capital of France?"})
+    return {
+        "elicited": dump(elicited),
+        "sampled_mid_call": dump(sampled_mid_call),
+        "greeting": dump(greeting),
+        "multi_round": dump(rounds),
+        "sampled": dump(sampled),
+        "prompt": dump(prompt),
+        "asked": asked,
+        "posted": rec.posted_methods,
+    }
+
+
+async def auto(url: str, key: str) -> dict[str, Any]:
+    return await in_mode(url, key, "auto")
+
+
+async def legacy(url: str, key: str) -> dict[str, Any]:
+    return await in_mode(url, key, "legacy")
+
+
+async def stateless(url: str, key: str) -> dict[str, Any]:
+    return await in_mode(url, key, "2026-07-28")
 
 
 async def outcome(call: Awaitable[Any]) -> dict[str, Any]:
@@ -346,7 +482,17 @@ def emit(value: dict[str, Any]) -> None:
     print(json.dumps(value), flush=True)
 
 
-SCENARIOS = {"e2e": e2e, "cancel": cancel, "sessions": sessions, "auto": auto}
+SCENARIOS = {
+    "e2e": e2e,
+    "cancel": cancel,
+    "sessions": sessions,
+    "auto": auto,
+    "legacy": legacy,
+    "stateless": stateless,
+    "fastmcp": fastmcp,
+    "time": time_server,
+    "multi-round": multi_round,
+}
 
 
 async def main(argv: list[str]) -> int:

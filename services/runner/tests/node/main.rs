@@ -1,6 +1,7 @@
 //! Integration tests of the worker node against the real Python runtime, driven over HTTP
 //! (raw requests for transport rules) and by the official Python MCP client.
 
+mod modern;
 mod pyclient;
 mod support;
 
@@ -10,7 +11,9 @@ mod crash;
 mod drain;
 mod environment;
 mod errors;
+mod kinds;
 mod limits;
 mod official;
 mod reload;
+mod stateless;
 mod transport;

@@ -130,13 +130,42 @@ async fn each_client_gets_its_own_session_and_delete_ends_it() {
     node.stop().await;
 }
 
+/// The official client in each of its modes on the same endpoint: `legacy` opens a
+/// 2025-11-25 session, `auto` finds 2026-07-28 through `server/discover` and stays there,
+/// `2026-07-28` speaks it from the first request. Every mode reaches every method.
 #[tokio::test]
-async fn default_client_falls_back_from_server_discover_to_initialize() {
+async fn official_client_in_each_mode() {
     let node = support::start("examples/hello-repo", |_| {}).await;
-    let out = pyclient::run("auto", &node.url).await;
-    let posted = names_of(&out["posted"]);
-    assert_eq!(posted[..2], ["server/discover", "initialize"], "{posted:?}");
-    assert_eq!(out["protocol_version"], "2025-11-25");
-    assert_eq!(out["add"]["structuredContent"]["result"], 2);
+    let (legacy, auto, stateless) = tokio::join!(
+        pyclient::run("legacy", &node.url),
+        pyclient::run("auto", &node.url),
+        pyclient::run("stateless", &node.url),
+    );
+    let posted = |out: &Value| names_of(&out["posted"]);
+    assert_eq!(posted(&legacy)[0], "initialize", "{legacy}");
+    assert_eq!(legacy["protocol_version"], "2025-11-25");
+    assert_eq!(names_of(&legacy["session_ids"]).len(), 1, "legacy mode holds a session");
+    assert_eq!(posted(&auto)[0], "server/discover", "{auto}");
+    assert!(!posted(&auto).contains(&"initialize".to_owned()), "auto stays on 2026-07-28: {auto}");
+    assert_eq!(auto["protocol_version"], "2026-07-28");
+    assert!(!posted(&stateless).contains(&"initialize".to_owned()), "{stateless}");
+    assert_eq!(stateless["protocol_version"], "2026-07-28");
+    for out in [&legacy, &auto, &stateless] {
+        assert_eq!(out["tools"].as_array().unwrap().len(), 7, "{out}");
+        assert_eq!(out["add"]["structuredContent"]["result"], 2, "{out}");
+        assert!(text(&out["survey"]["content"][0]).contains("oslo"), "{out}");
+        assert_eq!(
+            out["progress"],
+            json!([0.0, 1.0, 2.0, 3.0]),
+            "progress reaches every mode: {out}"
+        );
+        assert!(text(&out["read"]["contents"][0]).contains("paris"), "{out}");
+        assert!(text(&out["prompt"]["messages"][0]["content"]).contains("broth"), "{out}");
+        assert_eq!(out["unknown_tool"]["code"], -32602, "{out}");
+    }
+    for out in [&auto, &stateless] {
+        assert!(names_of(&out["session_ids"]).is_empty(), "no session id is ever minted: {out}");
+    }
+    assert!(node.node().sessions.is_empty(), "legacy mode ended its session with DELETE");
     node.stop().await;
 }

@@ -1,7 +1,7 @@
 //! Starts a real node (in-process) on a packed fixture repo, with the Python runtime from the
 //! test virtualenv (`scripts/install-test-servers`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,8 +99,8 @@ pub fn base_config(dir: &Path) -> NodeConfig {
 /// Creates the node's virtualenv without pip (~40 ms instead of ~3 s of CPU for `ensurepip`):
 /// the node keeps an existing venv, and `python -m pip` still works in it through the test
 /// venv's site-packages on the `.pth` path the node writes.
-fn precreate_venv(workdir: &Path) {
-    let status = std::process::Command::new(python())
+fn precreate_venv(interpreter: &Path, workdir: &Path) {
+    let status = std::process::Command::new(interpreter)
         .args(["-m", "venv", "--without-pip"])
         .arg(workdir.join("venv"))
         .status()
@@ -113,17 +113,66 @@ pub async fn start(repo: &str, tweak: impl FnOnce(&mut NodeConfig)) -> TestNode 
     start_with(repo, true, tweak).await
 }
 
+/// The interpreter of the compatibility virtualenv `name` (`fastmcp`, `mcp1`, `mcp2`,
+/// `stdio`: one per file `scripts/compat/<name>.txt`). Missing or out of date fails the test
+/// with the command that installs it — never a skip.
+pub fn compat_python(name: &str) -> PathBuf {
+    let cache = std::env::var_os("RAMEN_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ramen"));
+    let venv = cache.join("compat").join(name);
+    let python = venv.join("bin/python");
+    assert!(
+        python.is_file(),
+        "no virtualenv {} for this test: run scripts/install-compat-servers",
+        venv.display()
+    );
+    let pins = std::fs::read(repo_root().join(format!("scripts/compat/{name}.txt"))).unwrap();
+    let stamp =
+        std::fs::read_to_string(venv.join(".ramen-requirements.sha256")).unwrap_or_default();
+    assert_eq!(
+        stamp.trim(),
+        hex::encode(Sha256::digest(&pins)),
+        "the virtualenv {} does not match scripts/compat/{name}.txt: run scripts/install-compat-servers",
+        venv.display()
+    );
+    python
+}
+
+/// A ready node serving `repo` with the compatibility virtualenv `venv` as its Python (its
+/// packages are what the snapshot's requirements name).
+pub async fn start_on(repo: &str, venv: &str, tweak: impl FnOnce(&mut NodeConfig)) -> TestNode {
+    let python = compat_python(venv);
+    let out = std::process::Command::new(&python)
+        .args(["-c", "import site; print(site.getsitepackages()[0])"])
+        .output()
+        .expect("the compat python runs");
+    let site = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    start_with_python(repo, true, (python, site), tweak).await
+}
+
 /// Like [`start`], but the node creates its virtualenv itself, as in production.
 pub async fn start_fresh(repo: &str, tweak: impl FnOnce(&mut NodeConfig)) -> TestNode {
     start_with(repo, false, tweak).await
 }
 
 async fn start_with(repo: &str, precreate: bool, tweak: impl FnOnce(&mut NodeConfig)) -> TestNode {
+    start_with_python(repo, precreate, (python(), site_packages()), tweak).await
+}
+
+async fn start_with_python(
+    repo: &str,
+    precreate: bool,
+    (interpreter, site): (PathBuf, PathBuf),
+    tweak: impl FnOnce(&mut NodeConfig),
+) -> TestNode {
     let dir = tempfile::tempdir().unwrap();
     let blob = LocalDirStore::open(dir.path().join("blobs")).unwrap();
     let mut config = base_config(dir.path());
+    config.python = interpreter;
+    config.site_packages = vec![site];
     if precreate {
-        precreate_venv(&config.workdir);
+        precreate_venv(&config.python, &config.workdir);
     }
     config.snapshot = Some(snapshot(&blob, &repo_root().join(repo), "c0ffee1").await);
     tweak(&mut config);

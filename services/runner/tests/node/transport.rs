@@ -134,20 +134,30 @@ async fn clients_on_older_revisions_are_accepted() {
 }
 
 #[tokio::test]
-async fn server_discover_probe_gets_a_json_rpc_error() {
+async fn server_discover_is_answered_and_a_bare_probe_is_a_modern_error() {
+    // 2026-07-28 requires server/discover: the node answers it (it used to refuse it with
+    // -32601 so clients fell back to initialize). A probe without the envelope is malformed
+    // for that revision: 400 with a JSON-RPC error a dual-era client recognizes.
     let node = support::start("examples/hello-repo", |_| {}).await;
     let raw = Raw::new(&node.url);
     let probe = json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}});
     let response = raw.post(&probe).send().await.unwrap();
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], -32601, "{body}");
-    // The official client stamps the probe with the revision it probes for.
-    let response =
-        raw.post(&probe).header("mcp-protocol-version", "2026-07-28").send().await.unwrap();
-    assert_eq!(response.status(), 400);
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    assert_eq!(body["id"], 1);
+    let proper = json!({"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":{}}}});
+    let response = raw
+        .post(&proper)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "server/discover")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["jsonrpc"], "2.0");
-    assert!(body["error"]["code"].as_i64().is_some_and(|c| c < 0), "a JSON-RPC error: {body}");
+    assert_eq!(body["result"]["supportedVersions"][0], "2026-07-28", "{body}");
     node.stop().await;
 }
