@@ -64,7 +64,7 @@ fn create_group() -> Markup {
         section.card #create-group {
             h2 { "Create group" }
             form.grid data-api="/api/groups" data-then="go:/groups/{name}" data-after="github-token" {
-                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9-]*[a-z0-9])?" placeholder="payments"; small.hint { "A DNS label; it names namespaces and the MCP URL." } }
+                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" placeholder="payments"; small.hint { "A DNS label; it names namespaces and the MCP URL." } }
                 label { "Repository URL" input name="repo_url" required placeholder="https://github.com/acme/mcp-tools"; small.hint { "https://, git@host:path, or a local path in local mode." } }
                 label { "Ref" input name="default_ref" placeholder="main"; small.hint { "Branch, tag or commit; main when empty." } }
                 fieldset {

@@ -90,7 +90,7 @@ fn add_zone() -> Markup {
         section.card #add-zone {
             h2 { "Add zone" }
             form.grid data-api="/api/zones" {
-                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9-]*[a-z0-9])?" placeholder="us-central1-a"; small.hint { "A DNS label." } }
+                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" placeholder="us-central1-a"; small.hint { "A DNS label." } }
                 label { "Provider"
                     select name="provider" {
                         option value="local" { "local (this machine)" }

@@ -93,12 +93,12 @@
   function collect(form) {
     const out = {};
     for (const el of form.elements) {
-      if (!el.name || el.disabled || el.dataset.skip !== undefined || el.type === 'submit' || el.type === 'button') continue;
       if (el.dataset.sameAs) {
         const other = form.elements.namedItem(el.dataset.sameAs);
         if (other && other.value !== el.value) throw new FieldError(el, 'does not match');
         continue;
       }
+      if (!el.name || el.disabled || el.dataset.skip !== undefined || el.type === 'submit' || el.type === 'button') continue;
       if (el.dataset.kind === 'checks') {
         const list = getPath(out, el.name) || [];
         if (el.checked) list.push(el.value);
@@ -347,8 +347,7 @@
         if (TERMINAL.includes(job.state)) {
           done = true;
           source.close();
-          const live = $('[data-job-live]');
-          if (live) live.hidden = true;
+          for (const gone of $$('[data-job-live], [data-job-cancel]')) gone.hidden = true;
           root.dataset.finished = job.state;
         }
       });

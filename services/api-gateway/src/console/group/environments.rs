@@ -127,7 +127,7 @@ fn add_environment(data: &Data) -> Markup {
         details.card #add-environment open[data.environments().is_empty()] {
             summary { h3 { "Add environment" } }
             form.grid data-api=(format!("/api/groups/{}/environments", enc(g))) {
-                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9-]*[a-z0-9])?" placeholder="prod"; }
+                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" placeholder="prod"; }
                 label { "Ref" input name="git_ref" data-optional placeholder=(data.group.default_ref); small.hint { "Branch, tag or commit; the group's default when empty." } }
                 (zone_checks(data, "zones", &[]))
                 label.check { input type="checkbox" name="verbose" data-kind="bool"; "Verbose logging" }

@@ -74,8 +74,8 @@ pub async fn page(
             h1 { "Deploy of " (job.environment) }
             span data-job-state { (badge(&job.state)) }
             @if live && viewer.can(&group, Action::Deploy) {
-                (action_button("POST", &format!("{path}/cancel"), "Cancel deploy", "danger small",
-                    Some("Cancel this deploy? A running job stops at its next step boundary and scales the canary back.")))
+                span data-job-cancel { (action_button("POST", &format!("{path}/cancel"), "Cancel deploy", "danger small",
+                    Some("Cancel this deploy? A running job stops at its next step boundary and scales the canary back."))) }
             }
         }
         dl.facts {
