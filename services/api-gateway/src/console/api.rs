@@ -81,7 +81,11 @@ impl Ctx {
     pub fn from_parts(parts: &Parts) -> Self {
         Self {
             cookie: joined_cookies(&parts.headers),
-            request_id: parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default(),
+            request_id: parts
+                .extensions
+                .get::<RequestId>()
+                .map(|r| r.0.clone())
+                .unwrap_or_default(),
             peer: parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0),
         }
     }

@@ -16,8 +16,16 @@ struct Asset {
 }
 
 const ASSETS: &[Asset] = &[
-    Asset { name: "console.css", mime: "text/css; charset=utf-8", body: include_str!("assets/console.css") },
-    Asset { name: "console.js", mime: "text/javascript; charset=utf-8", body: include_str!("assets/console.js") },
+    Asset {
+        name: "console.css",
+        mime: "text/css; charset=utf-8",
+        body: include_str!("assets/console.css"),
+    },
+    Asset {
+        name: "console.js",
+        mime: "text/javascript; charset=utf-8",
+        body: include_str!("assets/console.js"),
+    },
     Asset { name: "icon.svg", mime: "image/svg+xml", body: include_str!("assets/icon.svg") },
 ];
 
@@ -41,6 +49,9 @@ pub async fn serve(Path(name): Path<String>) -> Response {
     let mut response = asset.body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.mime));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
     response
 }

@@ -73,7 +73,11 @@ impl Filter {
     }
 }
 
-pub async fn page(State(console): State<Console>, viewer: Viewer, Query(mut filter): Query<Filter>) -> Response {
+pub async fn page(
+    State(console): State<Console>,
+    viewer: Viewer,
+    Query(mut filter): Query<Filter>,
+) -> Response {
     let everything = viewer.super_admin();
     let groups: Vec<String> = if everything {
         console

@@ -36,7 +36,9 @@ pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
 pub async fn cells(State(console): State<Console>, viewer: Viewer) -> Response {
     let answer = load(&console, &viewer).await;
     let status = match &answer {
-        Err(f) if f.status == StatusCode::UNAUTHORIZED => return StatusCode::UNAUTHORIZED.into_response(),
+        Err(f) if f.status == StatusCode::UNAUTHORIZED => {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
         _ => StatusCode::OK,
     };
     respond(status, grid(&answer))
@@ -46,10 +48,13 @@ fn grid(answer: &Result<Page<LoadCell>, Failure>) -> Markup {
     let cells = match answer {
         Err(f) => return section_failed("load cells", f),
         Ok(page) if page.items.is_empty() => {
-            return empty("No load yet.", html! {
-                "Cells appear once a group's environment is deployed to a zone. Start on "
-                a href="/groups" { "Groups" } "."
-            });
+            return empty(
+                "No load yet.",
+                html! {
+                    "Cells appear once a group's environment is deployed to a zone. Start on "
+                    a href="/groups" { "Groups" } "."
+                },
+            );
         }
         Ok(page) => &page.items,
     };

@@ -12,7 +12,7 @@ use super::layout::{Nav, badge, empty, form_error, render, section_failed, when}
 use super::model::{Group, Page};
 use super::viewer::Viewer;
 
-pub async fn page_of(console: &Console, viewer: &Viewer) -> Response {
+pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
     let groups = console.api.get::<Page<Group>>(&viewer.ctx, "/api/groups?page_size=1000").await;
     let create = viewer.can("", Action::CreateGroup);
     let body = html! {
@@ -28,11 +28,7 @@ pub async fn page_of(console: &Console, viewer: &Viewer) -> Response {
         }
         @if create { (create_group()) }
     };
-    render(viewer, Nav::Groups, "Groups", body)
-}
-
-pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
-    page_of(&console, &viewer).await
+    render(&viewer, Nav::Groups, "Groups", body)
 }
 
 fn table(groups: &[Group]) -> Markup {

@@ -129,11 +129,15 @@ pub fn bare(title: &str, status: StatusCode, body: Markup) -> Response {
 }
 
 pub fn bare_error(failure: &Failure) -> Response {
-    bare("Unavailable", failure.status, html! {
-        h1 { "The console cannot reach the API" }
-        p.notice.bad role="alert" { (failure.message) }
-        p { a href="/" { "Try again" } }
-    })
+    bare(
+        "Unavailable",
+        failure.status,
+        html! {
+            h1 { "The console cannot reach the API" }
+            p.notice.bad role="alert" { (failure.message) }
+            p { a href="/" { "Try again" } }
+        },
+    )
 }
 
 pub fn respond(status: StatusCode, markup: Markup) -> Response {
@@ -151,15 +155,21 @@ pub fn failure_page(viewer: &Viewer, nav: Nav, what: &str, failure: &Failure) ->
         StatusCode::FORBIDDEN => ("Not allowed", "Your role does not include this page."),
         _ => ("Something went wrong", "The API answered with an error; try again shortly."),
     };
-    page_status(viewer, nav, title, failure.status, html! {
-        h1 { (title) }
-        div.empty {
-            p { strong { (what) } }
-            p { (hint) }
-            p.muted { (failure.message) }
-            p { a.button href="/" { "Back to the dashboard" } }
-        }
-    })
+    page_status(
+        viewer,
+        nav,
+        title,
+        failure.status,
+        html! {
+            h1 { (title) }
+            div.empty {
+                p { strong { (what) } }
+                p { (hint) }
+                p.muted { (failure.message) }
+                p { a.button href="/" { "Back to the dashboard" } }
+            }
+        },
+    )
 }
 
 /// A notice in place of a section whose read failed.

@@ -3,8 +3,8 @@
 //! `/api/auth/password`), which sets the session cookies.
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
 use axum::http::HeaderMap;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
@@ -42,50 +42,58 @@ pub async fn sign_in(
     {
         return Redirect::to(&next).into_response();
     }
-    bare("Sign in", StatusCode::OK, html! {
-        h1 { "Sign in" }
-        (noscript())
-        form.stack data-api="/api/auth/login" data-then="signin" data-next=(next) data-resume {
-            label { "Email" input name="email" type="email" autocomplete="username" required autofocus; }
-            label { "Password" input name="password" type="password" autocomplete="current-password" required; }
-            (form_error())
-            button.primary type="submit" { "Sign in" }
-        }
-        p.muted.small {
-            "First start? Use the email and one-time password "
-            code { "ramen up" } " printed; you will choose your own password next."
-        }
-    })
+    bare(
+        "Sign in",
+        StatusCode::OK,
+        html! {
+            h1 { "Sign in" }
+            (noscript())
+            form.stack data-api="/api/auth/login" data-then="signin" data-next=(next) data-resume {
+                label { "Email" input name="email" type="email" autocomplete="username" required autofocus; }
+                label { "Password" input name="password" type="password" autocomplete="current-password" required; }
+                (form_error())
+                button.primary type="submit" { "Sign in" }
+            }
+            p.muted.small {
+                "First start? Use the email and one-time password "
+                code { "ramen up" } " printed; you will choose your own password next."
+            }
+        },
+    )
 }
 
 pub async fn password(viewer: Viewer, Query(q): Query<NextQuery>) -> Response {
     let next = safe_next(q.next.as_deref());
     let forced = viewer.user.must_change_password;
-    bare("Change password", StatusCode::OK, html! {
-        h1 { @if forced { "Choose your password" } @else { "Change password" } }
-        @if forced {
-            p { "You signed in with a one-time password. Choose your own to continue; the one-time password stops working." }
-        }
-        p.muted.small { "Signed in as " strong { (viewer.user.email) } }
-        (noscript())
-        form.stack data-api="/api/auth/password" data-then=(format!("go:{next}")) {
-            input type="email" name="username" value=(viewer.user.email) autocomplete="username" hidden data-skip;
-            label {
-                @if forced { "One-time password" } @else { "Current password" }
-                input name="current_password" type="password" autocomplete="current-password" required;
+    bare(
+        "Change password",
+        StatusCode::OK,
+        html! {
+            h1 { @if forced { "Choose your password" } @else { "Change password" } }
+            @if forced {
+                p { "You signed in with a one-time password. Choose your own to continue; the one-time password stops working." }
             }
-            label {
-                "New password"
-                input name="new_password" type="password" autocomplete="new-password" minlength="12" required;
-                small.hint { "At least 12 characters." }
+            p.muted.small { "Signed in as " strong { (viewer.user.email) } }
+            (noscript())
+            form.stack data-api="/api/auth/password" data-then=(format!("go:{next}")) {
+                input type="email" name="username" value=(viewer.user.email) autocomplete="username" hidden data-skip;
+                label {
+                    @if forced { "One-time password" } @else { "Current password" }
+                    input name="current_password" type="password" autocomplete="current-password" required;
+                }
+                label {
+                    "New password"
+                    input name="new_password" type="password" autocomplete="new-password" minlength="12" required;
+                    small.hint { "At least 12 characters." }
+                }
+                label {
+                    "Repeat the new password"
+                    input name="repeat" type="password" autocomplete="new-password" data-skip data-same-as="new_password" required;
+                }
+                (form_error())
+                button.primary type="submit" { "Save password" }
             }
-            label {
-                "Repeat the new password"
-                input name="repeat" type="password" autocomplete="new-password" data-skip data-same-as="new_password" required;
-            }
-            (form_error())
-            button.primary type="submit" { "Save password" }
-        }
-        @if !forced { p { a href=(next) { "Cancel" } } }
-    })
+            @if !forced { p { a href=(next) { "Cancel" } } }
+        },
+    )
 }

@@ -13,7 +13,8 @@ use super::model::{Page, User};
 use super::viewer::Viewer;
 
 pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
-    let users = match console.api.get::<Page<User>>(&viewer.ctx, "/api/users?page_size=1000").await {
+    let users = match console.api.get::<Page<User>>(&viewer.ctx, "/api/users?page_size=1000").await
+    {
         Ok(users) => users,
         Err(f) => return failure_page(&viewer, Nav::Users, "Users are for super admins.", &f),
     };

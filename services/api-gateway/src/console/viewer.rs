@@ -91,7 +91,11 @@ impl FromRequestParts<Console> for Viewer {
             Err(f) if f.status == StatusCode::UNAUTHORIZED => return Err(sign_in(parts)),
             Err(f) => return Err(super::layout::bare_error(&f)),
         };
-        let caller = Caller::user(me.user.as_ref().map(|u| u.id.clone()).unwrap_or_default(), "", grants(&me));
+        let caller = Caller::user(
+            me.user.as_ref().map(|u| u.id.clone()).unwrap_or_default(),
+            "",
+            grants(&me),
+        );
         let user = me.user.unwrap_or_default();
         if user.must_change_password && parts.uri.path() != "/password" {
             let to = format!("/password?next={}", enc(&next_of(parts)));

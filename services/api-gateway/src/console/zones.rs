@@ -9,12 +9,15 @@ use ramen_proto::auth::v1::Action;
 
 use super::Console;
 use super::api::enc;
-use super::layout::{Nav, action_button, badge, empty, form_error, list_or, render, section_failed, when};
+use super::layout::{
+    Nav, action_button, badge, empty, form_error, list_or, render, section_failed, when,
+};
 use super::model::{Page, ZoneSummary};
 use super::viewer::Viewer;
 
-pub async fn page_handler(console: &Console, viewer: &Viewer) -> Response {
-    let zones = console.api.get::<Page<ZoneSummary>>(&viewer.ctx, "/api/zones?page_size=1000").await;
+pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
+    let zones =
+        console.api.get::<Page<ZoneSummary>>(&viewer.ctx, "/api/zones?page_size=1000").await;
     let manage = viewer.can("", Action::ManageZones);
     let body = html! {
         div.title-row {
@@ -31,11 +34,7 @@ pub async fn page_handler(console: &Console, viewer: &Viewer) -> Response {
         }
         @if manage { (add_zone()) }
     };
-    render(viewer, Nav::Zones, "Zones", body)
-}
-
-pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
-    page_handler(&console, &viewer).await
+    render(&viewer, Nav::Zones, "Zones", body)
 }
 
 fn table(zones: &[ZoneSummary], manage: bool) -> Markup {

@@ -52,7 +52,8 @@ async fn world() -> (Stack, [Browser; 4]) {
     let bo = stack.user("bo@example.com", false).await;
     stack.user("root@example.com", true).await;
     let root = stack.token("root@example.com").await;
-    let ok = |what: &str, a: Answer| assert!(a.status.is_success(), "{what}: {} {}", a.status, a.body);
+    let ok =
+        |what: &str, a: Answer| assert!(a.status.is_success(), "{what}: {} {}", a.status, a.body);
     for zone in ["z1", "z2"] {
         let body = json!({ "name": zone, "provider": "local" });
         ok(zone, stack.call(Method::POST, "/api/zones", Some(&root), Some(body)).await);
@@ -93,7 +94,10 @@ async fn pages_need_a_session_and_carry_a_tight_csp() {
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(sign_in.headers["cache-control"], "no-store");
     let page = html(&sign_in);
-    assert!(page.contains(r#"data-api="/api/auth/login""#) && page.contains(r#"data-next="/""#), "{page}");
+    assert!(
+        page.contains(r#"data-api="/api/auth/login""#) && page.contains(r#"data-next="/""#),
+        "{page}"
+    );
     assert!(!page.contains("<script>") && !page.contains(" style="), "no inline script or style");
     let script = page.split("src=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
     let asset = stack.send(stack.http.get(stack.url(&script))).await;
@@ -128,7 +132,9 @@ async fn a_one_time_password_leads_to_the_password_page_first() {
     assert_eq!(answer.headers["location"], "/password?next=%2Fzones");
     let page = get(&stack, Some(&browser), "/password").await;
     assert_eq!(page.status, 200);
-    assert!(html(&page).contains("Choose your password") && html(&page).contains("new@example.com"));
+    assert!(
+        html(&page).contains("Choose your password") && html(&page).contains("new@example.com")
+    );
 }
 
 #[tokio::test]
@@ -211,13 +217,19 @@ async fn each_role_sees_only_what_it_may_and_a_member_of_a_never_sees_b() {
 
 /// `data-api="PATH" data-method="M"` of every form of a page.
 fn forms(page: &str) -> Vec<(String, String)> {
-    page.split("<form").skip(1).filter_map(|form| {
-        let head = form.split('>').next()?;
-        let attr = |name: &str| {
-            head.split(&format!(" {name}=\"")).nth(1).and_then(|v| v.split('"').next()).map(str::to_owned)
-        };
-        Some((attr("data-method").unwrap_or_else(|| "POST".into()), attr("data-api")?))
-    }).collect()
+    page.split("<form")
+        .skip(1)
+        .filter_map(|form| {
+            let head = form.split('>').next()?;
+            let attr = |name: &str| {
+                head.split(&format!(" {name}=\""))
+                    .nth(1)
+                    .and_then(|v| v.split('"').next())
+                    .map(str::to_owned)
+            };
+            Some((attr("data-method").unwrap_or_else(|| "POST".into()), attr("data-api")?))
+        })
+        .collect()
 }
 
 /// Whether `path` (a concrete path, maybe with a query or `{field}` placeholders) is an
@@ -225,7 +237,8 @@ fn forms(page: &str) -> Vec<(String, String)> {
 fn matches(template: &str, path: &str) -> bool {
     let path = path.split('?').next().unwrap_or_default().replace("&amp;", "&");
     let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
-    t.len() == p.len() && t.iter().zip(&p).all(|(t, p)| t == p || (t.starts_with('{') && !p.is_empty()))
+    t.len() == p.len()
+        && t.iter().zip(&p).all(|(t, p)| t == p || (t.starts_with('{') && !p.is_empty()))
 }
 
 #[tokio::test]
@@ -256,15 +269,23 @@ async fn every_form_calls_a_rest_route_whose_cookie_path_needs_the_csrf_header()
     assert_eq!((bare.status.as_u16(), bare.code()), (403, "csrf"));
     let forged = stack
         .send(
-            stack.http.post(stack.url("/api/zones")).header("cookie", &root.jar)
-                .header("x-csrf-token", "guessed").json(&zone),
+            stack
+                .http
+                .post(stack.url("/api/zones"))
+                .header("cookie", &root.jar)
+                .header("x-csrf-token", "guessed")
+                .json(&zone),
         )
         .await;
     assert_eq!((forged.status.as_u16(), forged.code()), (403, "csrf"));
     let done = stack
         .send(
-            stack.http.post(stack.url("/api/zones")).header("cookie", &root.jar)
-                .header("x-csrf-token", &root.csrf).json(&zone),
+            stack
+                .http
+                .post(stack.url("/api/zones"))
+                .header("cookie", &root.jar)
+                .header("x-csrf-token", &root.csrf)
+                .json(&zone),
         )
         .await;
     assert_eq!(done.status, 201, "{}", done.body);

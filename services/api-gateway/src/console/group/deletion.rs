@@ -20,7 +20,11 @@ async fn read(console: &Console, viewer: &Viewer, group: &str) -> Result<Deletio
     console.api.get(&viewer.ctx, format!("/api/groups/{}/deletion", enc(group))).await
 }
 
-pub async fn page(State(console): State<Console>, viewer: Viewer, Path(group): Path<String>) -> Response {
+pub async fn page(
+    State(console): State<Console>,
+    viewer: Viewer,
+    Path(group): Path<String>,
+) -> Response {
     let answer = read(&console, &viewer, &group).await;
     let body = html! {
         p.crumbs { a href="/groups" { "Groups" } " / " (group) " /" }
@@ -32,7 +36,11 @@ pub async fn page(State(console): State<Console>, viewer: Viewer, Path(group): P
     render(&viewer, Nav::Groups, &format!("Deleting {group}"), body)
 }
 
-pub async fn progress(State(console): State<Console>, viewer: Viewer, Path(group): Path<String>) -> Response {
+pub async fn progress(
+    State(console): State<Console>,
+    viewer: Viewer,
+    Path(group): Path<String>,
+) -> Response {
     let answer = read(&console, &viewer, &group).await;
     if matches!(&answer, Err(f) if f.status == StatusCode::UNAUTHORIZED) {
         return StatusCode::UNAUTHORIZED.into_response();

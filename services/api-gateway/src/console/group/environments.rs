@@ -7,7 +7,9 @@ use ramen_proto::auth::v1::Action;
 
 use super::{Data, block};
 use crate::console::api::enc;
-use crate::console::layout::{action_button, badge, empty, form_error, json, list_or, section_failed, when};
+use crate::console::layout::{
+    action_button, badge, empty, form_error, json, list_or, section_failed, when,
+};
 use crate::console::model::Environment;
 use crate::console::viewer::Viewer;
 
@@ -26,9 +28,14 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
         }
         @if manage { (add_environment(data)) }
     };
-    block("environments", "Environments", html! {
-        p.muted { "Each environment is the group at a git ref, deployed to a set of zones through a canary. Rolling back is deploying an older ref." }
-    }, body)
+    block(
+        "environments",
+        "Environments",
+        html! {
+            p.muted { "Each environment is the group at a git ref, deployed to a set of zones through a canary. Rolling back is deploying an older ref." }
+        },
+        body,
+    )
 }
 
 fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Markup {

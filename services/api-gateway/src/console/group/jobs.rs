@@ -11,7 +11,9 @@ use ramen_proto::auth::v1::Action;
 use super::{Data, block};
 use crate::console::Console;
 use crate::console::api::enc;
-use crate::console::layout::{Nav, action_button, badge, empty, failure_page, render, section_failed, when};
+use crate::console::layout::{
+    Nav, action_button, badge, empty, failure_page, render, section_failed, when,
+};
 use crate::console::model::{Job, StepRun};
 use crate::console::viewer::Viewer;
 
@@ -52,9 +54,14 @@ pub fn section(data: &Data) -> Markup {
             },
         }
     };
-    block("jobs", "Deploy jobs", html! {
-        p.muted { "Per zone: sync, write config, canary, reload and smoke, stable. A failure in the last three scales the canary to zero and leaves stable untouched." }
-    }, body)
+    block(
+        "jobs",
+        "Deploy jobs",
+        html! {
+            p.muted { "Per zone: sync, write config, canary, reload and smoke, stable. A failure in the last three scales the canary to zero and leaves stable untouched." }
+        },
+        body,
+    )
 }
 
 pub async fn page(

@@ -48,7 +48,10 @@ impl Data {
     }
 
     pub fn zone_names(&self) -> Vec<String> {
-        self.zones.as_ref().map(|z| z.items.iter().map(|z| z.name.clone()).collect()).unwrap_or_default()
+        self.zones
+            .as_ref()
+            .map(|z| z.items.iter().map(|z| z.name.clone()).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -69,20 +72,37 @@ async fn read(console: &Console, viewer: &Viewer, name: &str) -> Result<Data, Fa
         api.get::<Page<LoadCell>>(ctx, format!("/api/load?group={}&page_size=1000", enc(name))),
     );
     let group = group?;
-    let zone_reads = placements.as_ref().map(|p| p.items.as_slice()).unwrap_or_default().iter().map(|p| {
-        let z = format!("{g}/zones/{}", enc(&p.zone));
-        async move {
-            tokio::join!(
-                api.get::<Page<Worker>>(ctx, format!("{z}/workers?page_size=1000")),
-                api.get::<Page<Package>>(ctx, format!("{z}/packages?page_size=1000")),
-            )
-        }
-    });
+    let zone_reads =
+        placements.as_ref().map(|p| p.items.as_slice()).unwrap_or_default().iter().map(|p| {
+            let z = format!("{g}/zones/{}", enc(&p.zone));
+            async move {
+                tokio::join!(
+                    api.get::<Page<Worker>>(ctx, format!("{z}/workers?page_size=1000")),
+                    api.get::<Page<Package>>(ctx, format!("{z}/packages?page_size=1000")),
+                )
+            }
+        });
     let per_zone = join_all(zone_reads).await;
-    Ok(Data { group, envs, jobs, placements, zones, keys, secrets, members, service_account, load, per_zone })
+    Ok(Data {
+        group,
+        envs,
+        jobs,
+        placements,
+        zones,
+        keys,
+        secrets,
+        members,
+        service_account,
+        load,
+        per_zone,
+    })
 }
 
-pub async fn page(State(console): State<Console>, viewer: Viewer, Path(name): Path<String>) -> Response {
+pub async fn page(
+    State(console): State<Console>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+) -> Response {
     let data = match read(&console, &viewer, &name).await {
         Ok(data) => data,
         Err(f) => return failure_page(&viewer, Nav::Groups, &format!("Group {name}"), &f),

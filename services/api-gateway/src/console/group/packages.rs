@@ -7,7 +7,9 @@ use ramen_proto::auth::v1::Action;
 
 use super::{Data, block};
 use crate::console::api::enc;
-use crate::console::layout::{action_button, badge, empty, form_error, json, pretty, section_failed, when};
+use crate::console::layout::{
+    action_button, badge, empty, form_error, json, pretty, section_failed, when,
+};
 use crate::console::model::{Environment, Package, Placement};
 use crate::console::viewer::Viewer;
 
@@ -27,21 +29,30 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
             }
         }
     };
-    block("packages", "Packages per zone", html! {
-        p.muted { "Disable a package on one zone, or block a package or a single tool on an environment: the node hides it from tools/list and answers -32601 until it is enabled again." }
-    }, body)
+    block(
+        "packages",
+        "Packages per zone",
+        html! {
+            p.muted { "Disable a package on one zone, or block a package or a single tool on an environment: the node hides it from tools/list and answers -32601 until it is enabled again." }
+        },
+        body,
+    )
 }
 
 /// The environments that deploy to `zone`.
 fn envs_on<'a>(data: &'a Data, zone: &str) -> Vec<&'a Environment> {
-    data.environments().iter().filter(|e| e.zones.iter().any(|z| z == zone) && !e.deleting).collect()
+    data.environments()
+        .iter()
+        .filter(|e| e.zones.iter().any(|z| z == zone) && !e.deleting)
+        .collect()
 }
 
 fn card(data: &Data, viewer: &Viewer, placement: &Placement, p: &Package) -> Markup {
     let g = &data.group.name;
     let act = viewer.can(g, Action::ZoneActions);
     let block = viewer.can(g, Action::ManageEnvironments);
-    let base = format!("/api/groups/{}/zones/{}/packages/{}", enc(g), enc(&placement.zone), enc(&p.name));
+    let base =
+        format!("/api/groups/{}/zones/{}/packages/{}", enc(g), enc(&placement.zone), enc(&p.name));
     let envs = envs_on(data, &placement.zone);
     html! {
         article.card.package data-package=(p.name) {

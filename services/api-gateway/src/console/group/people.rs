@@ -7,7 +7,9 @@ use ramen_proto::auth::v1::Action;
 
 use super::{Data, block};
 use crate::console::api::enc;
-use crate::console::layout::{action_button, badge, empty, form_error, list_or, section_failed, when};
+use crate::console::layout::{
+    action_button, badge, empty, form_error, list_or, section_failed, when,
+};
 use crate::console::viewer::Viewer;
 
 fn env_checks(data: &Data, name: &str) -> Markup {
@@ -73,7 +75,12 @@ pub fn keys(data: &Data, viewer: &Viewer) -> Markup {
             }
         }
     };
-    block("keys", "MCP keys", html! { p.muted { "Keys MCP clients present to the edge. Only a prefix is stored for display." } }, body)
+    block(
+        "keys",
+        "MCP keys",
+        html! { p.muted { "Keys MCP clients present to the edge. Only a prefix is stored for display." } },
+        body,
+    )
 }
 
 pub fn secrets(data: &Data, viewer: &Viewer) -> Markup {
@@ -114,7 +121,12 @@ pub fn secrets(data: &Data, viewer: &Viewer) -> Markup {
             }
         }
     };
-    block("secrets", "Secrets", html! { p.muted { "Names and scopes only; values never leave the platform except into a deploy." } }, body)
+    block(
+        "secrets",
+        "Secrets",
+        html! { p.muted { "Names and scopes only; values never leave the platform except into a deploy." } },
+        body,
+    )
 }
 
 pub fn members(data: &Data, viewer: &Viewer) -> Markup {
@@ -148,7 +160,12 @@ pub fn members(data: &Data, viewer: &Viewer) -> Markup {
             }
         }
     };
-    block("members", "Members and roles", html! { p.muted { "Members read the group; admins run it (environments, deploys, zone actions, keys, secrets, members)." } }, body)
+    block(
+        "members",
+        "Members and roles",
+        html! { p.muted { "Members read the group; admins run it (environments, deploys, zone actions, keys, secrets, members)." } },
+        body,
+    )
 }
 
 pub fn service_account(data: &Data, viewer: &Viewer) -> Markup {
@@ -186,5 +203,10 @@ pub fn service_account(data: &Data, viewer: &Viewer) -> Markup {
             },
         }
     };
-    block("service-account", "Service-account permissions", html! { p.muted { "Cloud roles or actions the group's workers hold in every zone." } }, body)
+    block(
+        "service-account",
+        "Service-account permissions",
+        html! { p.muted { "Cloud roles or actions the group's workers hold in every zone." } },
+        body,
+    )
 }

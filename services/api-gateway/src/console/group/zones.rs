@@ -27,12 +27,22 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
             },
         }
     };
-    block("zones", "Zones and workers", html! {
-        p.muted { "The autoscaler keeps between the worker count and twice it. Changing IP rules rolls the zone's pods." }
-    }, body)
+    block(
+        "zones",
+        "Zones and workers",
+        html! {
+            p.muted { "The autoscaler keeps between the worker count and twice it. Changing IP rules rolls the zone's pods." }
+        },
+        body,
+    )
 }
 
-fn card(data: &Data, viewer: &Viewer, p: &Placement, workers: Option<&Result<Page<Worker>, crate::console::api::Failure>>) -> Markup {
+fn card(
+    data: &Data,
+    viewer: &Viewer,
+    p: &Placement,
+    workers: Option<&Result<Page<Worker>, crate::console::api::Failure>>,
+) -> Markup {
     let g = &data.group.name;
     let base = format!("/api/groups/{}/zones/{}", enc(g), enc(&p.zone));
     let act = viewer.can(g, Action::ZoneActions);
