@@ -24,7 +24,13 @@ use super::layout::{Nav, badge, failure_page, list_or, render};
 use super::model::*;
 use super::viewer::Viewer;
 
-type Read<T> = Result<T, Failure>;
+pub type Read<T> = Result<T, Failure>;
+
+/// What one zone of the group reported.
+pub struct ZoneReads {
+    pub workers: Read<Page<Worker>>,
+    pub packages: Read<Page<Package>>,
+}
 
 /// Everything the page shows, read in parallel.
 pub struct Data {
@@ -39,7 +45,7 @@ pub struct Data {
     pub service_account: Read<ServiceAccount>,
     pub load: Read<Page<LoadCell>>,
     /// Per placement, in its order: workers and packages.
-    pub per_zone: Vec<(Read<Page<Worker>>, Read<Page<Package>>)>,
+    pub per_zone: Vec<ZoneReads>,
 }
 
 impl Data {
@@ -82,7 +88,11 @@ async fn read(console: &Console, viewer: &Viewer, name: &str) -> Result<Data, Fa
                 )
             }
         });
-    let per_zone = join_all(zone_reads).await;
+    let per_zone = join_all(zone_reads)
+        .await
+        .into_iter()
+        .map(|(workers, packages)| ZoneReads { workers, packages })
+        .collect();
     Ok(Data {
         group,
         envs,

@@ -20,7 +20,7 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
         @for (i, p) in placements.iter().enumerate() {
             section.zone-packages data-zone=(p.zone) {
                 h3 { "Zone " (p.zone) }
-                @match data.per_zone.get(i).map(|z| &z.1) {
+                @match data.per_zone.get(i).map(|z| &z.packages) {
                     None => {},
                     Some(Err(f)) => (section_failed("packages", f)),
                     Some(Ok(pk)) if pk.items.is_empty() => p.muted { "Nothing reported yet: deploy an environment that uses this zone." },

@@ -6,7 +6,7 @@
 use maud::{Markup, html};
 use ramen_proto::auth::v1::Action;
 
-use super::{Data, block};
+use super::{Data, Read, block};
 use crate::console::api::enc;
 use crate::console::config::SIZES;
 use crate::console::layout::{badge, empty, form_error, section_failed, when};
@@ -22,7 +22,7 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
             })),
             Ok(p) => div.cards {
                 @for (i, placement) in p.items.iter().enumerate() {
-                    (card(data, viewer, placement, data.per_zone.get(i).map(|z| &z.0)))
+                    (card(data, viewer, placement, data.per_zone.get(i).map(|z| &z.workers)))
                 }
             },
         }
@@ -41,7 +41,7 @@ fn card(
     data: &Data,
     viewer: &Viewer,
     p: &Placement,
-    workers: Option<&Result<Page<Worker>, crate::console::api::Failure>>,
+    workers: Option<&Read<Page<Worker>>>,
 ) -> Markup {
     let g = &data.group.name;
     let base = format!("/api/groups/{}/zones/{}", enc(g), enc(&p.zone));
@@ -110,7 +110,7 @@ fn card(
     }
 }
 
-fn worker_table(workers: Option<&Result<Page<Worker>, crate::console::api::Failure>>) -> Markup {
+fn worker_table(workers: Option<&Read<Page<Worker>>>) -> Markup {
     match workers {
         None => html! {},
         Some(Err(f)) => section_failed("workers", f),
