@@ -279,3 +279,34 @@ pub fn action_button(
 pub fn noscript() -> Markup {
     html! { noscript { p.notice.warn { "The console's forms need JavaScript." } } }
 }
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn times_read_as_how_long_ago_and_statuses_keep_their_word() {
+        let now = datetime!(2026-12-01 12:00:00 UTC);
+        assert_eq!(relative(datetime!(2026-12-01 11:59:58 UTC), now), "just now");
+        assert_eq!(relative(datetime!(2026-12-01 11:57:00 UTC), now), "3 min ago");
+        assert_eq!(relative(datetime!(2026-12-01 14:00:00 UTC), now), "in 2 h");
+        assert_eq!(html! { (when(None)) }.into_string(), r#"<span class="muted">—</span>"#);
+        let at = when(Some("2026-12-01T10:04:05Z")).into_string();
+        assert!(
+            at.contains(r#"datetime="2026-12-01T10:04:05Z""#)
+                && at.contains("2026-12-01 10:04:05 UTC")
+        );
+        assert_eq!(tone("succeeded"), "ok");
+        assert_eq!(tone("down"), "bad");
+        let badge = badge("dead_lettered").into_string();
+        assert!(badge.contains("bad") && badge.contains(">dead lettered<"), "{badge}");
+    }
+
+    #[test]
+    fn text_from_the_api_is_escaped() {
+        let listed = list_or(&["<script>x</script>".to_owned()], "none").into_string();
+        assert!(listed.contains("&lt;script&gt;") && !listed.contains("<script>"), "{listed}");
+    }
+}

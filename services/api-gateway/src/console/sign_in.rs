@@ -97,3 +97,17 @@ pub async fn password(viewer: Viewer, Query(q): Query<NextQuery>) -> Response {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn only_same_origin_paths_are_gone_to_after_sign_in() {
+        assert_eq!(safe_next(Some("/groups/a?x=1")), "/groups/a?x=1");
+        for other in ["//evil.example/", "/\\evil.example", "https://evil.example/", "groups"] {
+            assert_eq!(safe_next(Some(other)), "/", "{other}");
+        }
+        assert_eq!(safe_next(None), "/");
+    }
+}
