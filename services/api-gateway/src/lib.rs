@@ -10,6 +10,8 @@
 //! - [`clients`]: lazy gRPC clients to the services, with actor / request id / trace metadata.
 //! - [`rate_limit`]: token buckets in the shared-state port (Redis or memory).
 //!
+//! - [`console`]: the web console's pages at `/`, read through the REST router in process.
+//!
 //! The MCP edge (`ramen-edge`, set up in `mcp_edge`) is merged in [`router`] under
 //! `/mcp/{group}/{environment}`; it does not go through the route table (its callers present
 //! MCP keys, checked by the nodes).
@@ -18,6 +20,7 @@ pub mod access;
 pub mod caller;
 pub mod client_addr;
 pub mod clients;
+pub mod console;
 pub mod error;
 pub mod extract;
 mod mcp_edge;
@@ -67,12 +70,14 @@ pub async fn start_with(platform: Platform, settings: Settings) -> Result<Runnin
     Ok(Running::new("api-gateway", addr, handle))
 }
 
-/// The whole HTTP surface: the REST routes of the table, the MCP edge, health, and JSON
-/// answers for unknown routes; every response carries `x-request-id`.
+/// The whole HTTP surface: the REST routes of the table, the console, the MCP edge, health,
+/// and JSON answers for unknown routes; every response carries `x-request-id`.
 pub fn router(gateway: Gateway, edge: Arc<ramen_edge::Edge>, platform: &Platform) -> Router {
     let (api, document) = routes::build(&gateway);
     gateway.set_openapi(serde_json::to_value(&document).unwrap_or_default());
-    api.with_state(gateway)
+    let api = api.with_state(gateway);
+    api.clone()
+        .merge(console::router(api))
         .merge(ramen_edge::router(edge))
         .merge(health(platform))
         .fallback(|| async { ApiError::not_found("no such route").into_response() })

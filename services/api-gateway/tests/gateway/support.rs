@@ -191,6 +191,13 @@ impl Stack {
             .id
     }
 
+    /// The id of the user with `email`, asked of auth as the control plane.
+    pub async fn user_id(&self, email: &str) -> String {
+        let request = ListUsersRequest { email_prefix: email.into(), ..Default::default() };
+        let users = self.grpc().await.list_users(as_service(request)).await.unwrap().into_inner();
+        users.users.into_iter().find(|u| u.email == email).expect("the user exists").id
+    }
+
     pub async fn group(&self, group: &str) {
         self.grpc()
             .await

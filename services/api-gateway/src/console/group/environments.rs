@@ -1,0 +1,146 @@
+//! The group page's environments: ref, zones, verbose, blocked list and last result, with
+//! Deploy (canary), edit, delete, and Add environment (zones from a checkbox list of the zones
+//! that exist).
+
+use maud::{Markup, html};
+use ramen_proto::auth::v1::Action;
+
+use super::{Data, block};
+use crate::console::api::enc;
+use crate::console::layout::{
+    action_button, badge, empty, form_error, json, list_or, section_failed, when,
+};
+use crate::console::model::Environment;
+use crate::console::viewer::Viewer;
+
+pub fn section(data: &Data, viewer: &Viewer) -> Markup {
+    let g = &data.group.name;
+    let manage = viewer.can(g, Action::ManageEnvironments);
+    let deploy = viewer.can(g, Action::Deploy);
+    let body = html! {
+        @match &data.envs {
+            Err(f) => (section_failed("environments", f)),
+            Ok(envs) if envs.items.is_empty() => (empty("No environments yet.", html! {
+                @if manage { "Add one below: a name, a ref and the zones it runs in; then Deploy (canary)." }
+                @else { "A group admin adds environments." }
+            })),
+            Ok(envs) => div.env-list { @for env in &envs.items { (environment(data, env, manage, deploy)) } },
+        }
+        @if manage { (add_environment(data)) }
+    };
+    block(
+        "environments",
+        "Environments",
+        html! {
+            p.muted { "Each environment is the group at a git ref, deployed to a set of zones through a canary. Rolling back is deploying an older ref." }
+        },
+        body,
+    )
+}
+
+fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Markup {
+    let g = &data.group.name;
+    let path = format!("/api/groups/{}/environments/{}", enc(g), enc(&env.name));
+    html! {
+        article.card.env data-env=(env.name) {
+            div.card-head {
+                h3 { (env.name) }
+                @if env.deleting { (badge("deleting")) }
+                @if env.verbose { span.badge.muted { "verbose" } }
+                @if deploy && !env.deleting {
+                    form.inline.deploy data-api=(format!("{path}/deploys")) data-then=(format!("go:/groups/{}/jobs/{{id}}", enc(g))) {
+                        input type="hidden" name="idempotency_key" value=(uuid::Uuid::new_v4().to_string());
+                        label.inline-label { span.sr { "Ref to deploy" }
+                            input name="git_ref" data-optional placeholder=(env.git_ref) size="12" aria-label="Ref to deploy (empty: the environment's ref)";
+                        }
+                        button.primary type="submit" { "Deploy (canary)" }
+                        (form_error())
+                    }
+                }
+            }
+            dl.facts {
+                div { dt { "Ref" } dd { code { (env.git_ref) } } }
+                div { dt { "Zones" } dd { (list_or(&env.zones, "none")) } }
+                div { dt { "Last result" } dd {
+                    @match &env.last_deploy {
+                        None => span.muted { "never deployed" },
+                        Some(d) => {
+                            (badge(&d.outcome)) " " (when(d.finished_at.as_deref()))
+                            @if !d.job_id.is_empty() { " · " a href=(format!("/groups/{}/jobs/{}", enc(g), enc(&d.job_id))) { "job log" } }
+                            @if !d.error.is_empty() { div.error-text { (d.error) } }
+                        },
+                    }
+                } }
+                div { dt { "Blocked" } dd { (blocked(env, &path, manage)) } }
+            }
+            @if manage && !env.deleting {
+                details.edit {
+                    summary { "Edit environment" }
+                    form.grid data-api=(path) data-method="PATCH" {
+                        label { "Ref" input name="git_ref" value=(env.git_ref) required; }
+                        (zone_checks(data, "zones", &env.zones))
+                        label.check { input type="checkbox" name="verbose" data-kind="bool" checked[env.verbose]; "Verbose logging" }
+                        label { "Blocked (packages or tools)" textarea name="blocked" data-kind="list" rows="2" { (env.blocked.join("\n")) } small.hint { "One per line: " code { "pkg" } " or " code { "pkg.tool" } "." } }
+                        (form_error())
+                        div.actions { button.primary type="submit" { "Save" } }
+                    }
+                    (action_button("DELETE", &path, "Delete environment", "danger",
+                        Some(&format!("Delete environment {}? Its zones' deployments for the group are torn down.", env.name))))
+                }
+            }
+        }
+    }
+}
+
+fn blocked(env: &Environment, path: &str, manage: bool) -> Markup {
+    if env.blocked.is_empty() {
+        return html! { span.muted { "nothing" } };
+    }
+    html! {
+        ul.chips {
+            @for item in &env.blocked {
+                li.blocked {
+                    code { (item) }
+                    @if manage {
+                        @let rest: Vec<&String> = env.blocked.iter().filter(|b| *b != item).collect();
+                        form.inline data-api=(path) data-method="PATCH" {
+                            input type="hidden" name="blocked" data-kind="json" value=(json(&rest));
+                            button.link.small type="submit" aria-label=(format!("Unblock {item}")) { "unblock" }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A checkbox per zone that exists (the ones in `checked` ticked).
+pub fn zone_checks(data: &Data, name: &str, checked: &[String]) -> Markup {
+    let zones = data.zone_names();
+    html! {
+        fieldset {
+            legend { "Zones" }
+            @if zones.is_empty() { p.muted.small { "No zones exist yet: a super admin adds them on the " a href="/zones" { "Zones" } " page." } }
+            @for z in &zones {
+                label.check { input type="checkbox" name=(name) value=(z) data-kind="checks" checked[checked.contains(z)]; (z) }
+            }
+        }
+    }
+}
+
+fn add_environment(data: &Data) -> Markup {
+    let g = &data.group.name;
+    html! {
+        details.card #add-environment open[data.environments().is_empty()] {
+            summary { h3 { "Add environment" } }
+            form.grid data-api=(format!("/api/groups/{}/environments", enc(g))) {
+                label { "Name" input name="name" required pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" placeholder="prod"; }
+                label { "Ref" input name="git_ref" data-optional placeholder=(data.group.default_ref); small.hint { "Branch, tag or commit; the group's default when empty." } }
+                (zone_checks(data, "zones", &[]))
+                label.check { input type="checkbox" name="verbose" data-kind="bool"; "Verbose logging" }
+                (form_error())
+                div.actions { button.primary type="submit" { "Add environment" } }
+            }
+        }
+    }
+}
