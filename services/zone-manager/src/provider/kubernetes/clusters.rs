@@ -33,7 +33,7 @@ impl Clusters {
 
 async fn connect(name: &str, cluster: &ClusterConfig) -> Result<kube::Client, ProviderError> {
     let key = format!("kubernetes.clusters.{name}");
-    let config = match cluster.access {
+    let mut config = match cluster.access {
         ClusterAccess::InCluster => kube::Config::incluster().map_err(|e| {
             ProviderError::Failed(format!(
                 "{key}: access = \"in-cluster\" but this process has no in-cluster service account: {e}"
@@ -54,6 +54,12 @@ async fn connect(name: &str, cluster: &ClusterConfig) -> Result<kube::Client, Pr
                 .map_err(|e| ProviderError::Failed(format!("{key}.context: {e}")))?
         }
     };
+    // kube's own retry backs off for up to 15 attempts (minutes of a blocked step); the
+    // zone-manager's steps are retried by the saga with their own budget instead, so an
+    // outage is reported as `Unavailable` at once. A read that hangs is cut off too.
+    config.default_retry = false;
+    config.read_timeout = Some(std::time::Duration::from_secs(30));
+    config.connect_timeout = Some(std::time::Duration::from_secs(10));
     kube::Client::try_from(config)
         .map_err(|e| ProviderError::Failed(format!("{key}: cannot make a client: {e}")))
 }
