@@ -8,6 +8,7 @@ mod mcp;
 mod support;
 
 mod failures;
+mod kubernetes;
 mod policy;
 mod realauth;
 mod recovery;
