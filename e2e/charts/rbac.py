@@ -14,8 +14,11 @@ RULES = {
     ("", "namespaces"): ALL,
     ("", "services"): ALL,
     ("", "serviceaccounts"): ALL,
-    ("", "secrets"): WRITE,  # written, never read back
-    ("", "pods"): READ,
+    # The zone's config Secrets are read back (what a track runs, the config last written) and
+    # listed to prune old content-addressed ones; no watch.
+    ("", "secrets"): WRITE | {"get", "list"},
+    # Read to explain a stuck rollout; created and deleted for the environment builder pod.
+    ("", "pods"): READ | {"create", "delete"},
     ("", "pods/log"): {"get"},
     ("", "events"): READ,
     ("apps", "deployments"): ALL,

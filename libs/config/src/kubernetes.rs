@@ -39,7 +39,7 @@ pub struct KubernetesConfig {
     /// group's code calls. Default: any address on 443.
     pub egress_cidrs: Vec<String>,
     pub egress_ports: Vec<u16>,
-    /// Scale the stable track on the node's in-flight calls (`ramen_node_in_flight`, needs a
+    /// Scale the stable track on the node's in-flight calls (`ramen_mcp_in_flight`, needs a
     /// custom-metrics adapter such as prometheus-adapter); false = on CPU.
     pub hpa_in_flight_metric: bool,
     /// Load-balancer proxies whose `X-Forwarded-For` the nodes believe.

@@ -28,6 +28,21 @@ struct Cloud {
 /// A zone-manager whose `gcp` provider reaches the double through a kubeconfig context, with
 /// one gcp zone `eu1` pinned to `europe-west1-b` and the placement of `team` in it.
 async fn gcp_zone() -> Cloud {
+    let cluster = ClusterConfig {
+        provider: "gcp".into(),
+        region: "europe-west1".into(),
+        project: "acme-prod".into(),
+        ..ClusterConfig::default()
+    };
+    cloud_zone(cluster, common::Provider::Gcp, ZONE, LOCATION).await
+}
+
+async fn cloud_zone(
+    cluster: ClusterConfig,
+    provider: common::Provider,
+    zone: &str,
+    location: &str,
+) -> Cloud {
     let double = KubeDouble::start().await.expect("the double starts");
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -35,15 +50,12 @@ async fn gcp_zone() -> Cloud {
     let path = kubeconfig.display().to_string();
     let mut harness = Harness::start_with(move |config| {
         config.kubernetes.clusters.insert(
-            "gke-eu".into(),
+            "cluster".into(),
             ClusterConfig {
-                provider: "gcp".into(),
-                region: "europe-west1".into(),
                 access: ClusterAccess::Kubeconfig,
                 kubeconfig: path,
                 context: "gke-europe-west1".into(),
-                project: "acme-prod".into(),
-                ..ClusterConfig::default()
+                ..cluster
             },
         );
         config.kubernetes.worker_image = "registry.example/ramen-worker:1.0".into();
@@ -51,13 +63,13 @@ async fn gcp_zone() -> Cloud {
     })
     .await;
     let request = pb::CreateZoneRequest {
-        name: ZONE.into(),
-        provider: common::Provider::Gcp as i32,
-        region: LOCATION.into(),
+        name: zone.into(),
+        provider: provider as i32,
+        region: location.into(),
         ..Default::default()
     };
-    harness.client.create_zone(request).await.expect("gcp zone created");
-    let ensure = pb::EnsurePlacementRequest { group: GROUP.into(), zone: ZONE.into() };
+    harness.client.create_zone(request).await.expect("cloud zone created");
+    let ensure = pb::EnsurePlacementRequest { group: GROUP.into(), zone: zone.into() };
     harness.client.ensure_placement(ensure).await.expect("placement ensured");
     Cloud { double, harness, _kubeconfig: dir }
 }
@@ -373,7 +385,7 @@ async fn a_namespace_ramen_did_not_make_is_left_alone_and_named() {
 }
 
 /// Every object was sent as a server-side apply by ramen's field manager, and each passes
-/// `kubernetes-validate --strict` for the oldest Kubernetes ramen supports (1.33).
+/// `kubernetes-validate --strict` for the oldest and newest Kubernetes the chart claims.
 fn every_apply_is_server_side_and_valid(double: &KubeDouble) {
     let applies: Vec<_> = double.requests().into_iter().filter(|r| r.method == "PATCH").collect();
     assert!(applies.len() >= 10, "{} applies", applies.len());
@@ -392,17 +404,20 @@ fn every_apply_is_server_side_and_valid(double: &KubeDouble) {
     let validate = kubernetes_validate();
     let files: Vec<PathBuf> =
         (0..applies.len()).map(|i| dir.path().join(format!("{i:03}.json"))).collect();
-    let out = std::process::Command::new(&validate)
-        .args(["--strict", "--kubernetes-version", "1.33"])
-        .args(&files)
-        .output()
-        .unwrap_or_else(|e| panic!("{} runs: {e}", validate.display()));
-    assert!(
-        out.status.success(),
-        "kubernetes-validate refused a manifest:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The oldest and the newest Kubernetes the Helm chart claims (e2e/run-charts uses the same).
+    for version in ["1.28", "1.37"] {
+        let out = std::process::Command::new(&validate)
+            .args(["--strict", "--kubernetes-version", version])
+            .args(&files)
+            .output()
+            .unwrap_or_else(|e| panic!("{} runs: {e}", validate.display()));
+        assert!(
+            out.status.success(),
+            "kubernetes-validate {version} refused a manifest:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// `kubernetes-validate` as `scripts/install-chart-tools` installs it (scripts/test runs that
@@ -418,4 +433,105 @@ fn kubernetes_validate() -> PathBuf {
         });
     assert!(path.exists(), "{} is missing: run scripts/install-chart-tools", path.display());
     path
+}
+
+fn secret_file(double: &KubeDouble, namespace: &str, name: &str, file: &str) -> String {
+    use base64::Engine as _;
+    let secret = double.get("v1", "Secret", namespace, name).expect("secret exists");
+    let encoded = secret["data"][file].as_str().unwrap_or_else(|| panic!("{name} has {file}"));
+    String::from_utf8(base64::engine::general_purpose::STANDARD.decode(encoded).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn an_aws_zone_follows_ip_rules_and_blocking_and_waits_for_a_terminating_namespace() {
+    const NS: &str = "ramen-team-use1";
+    let cluster = ClusterConfig {
+        provider: "aws".into(),
+        region: "us-east-1".into(),
+        account_id: "123456789012".into(),
+        ..ClusterConfig::default()
+    };
+    let Cloud { double, mut harness, .. } =
+        cloud_zone(cluster, common::Provider::Aws, "use1", "us-east-1a").await;
+    let sa = double.get("v1", "ServiceAccount", NS, "ramen-worker").unwrap();
+    assert_eq!(
+        sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"],
+        "arn:aws:iam::123456789012:role/ramen-team-use1"
+    );
+    harness.write_config(GROUP, "use1", "c1", "examples/hello-repo").await;
+    let stable =
+        harness.restart(GROUP, "use1", common::Track::Worker, Duration::from_secs(30)).await;
+    assert!(stable.ready, "{:?}", stable.not_ready);
+    let restarted = |double: &KubeDouble| {
+        double.get("apps/v1", "Deployment", NS, "worker").unwrap()["spec"]["template"]["metadata"]
+            ["annotations"]["ramen.dev/restarted-at"]
+            .clone()
+    };
+    let before = restarted(&double);
+
+    // IP rules: normalised, in the policy Secret every node follows, and the pods rolled.
+    let rules = pb::SetIpRulesRequest {
+        group: GROUP.into(),
+        zone: "use1".into(),
+        cidrs: vec!["10.0.0.1".into(), "192.168.0.0/16".into()],
+    };
+    let changed = harness.client.set_ip_rules(rules).await.expect("rules set").into_inner();
+    assert_eq!(changed.normalized, ["10.0.0.1/32", "192.168.0.0/16"]);
+    assert!(changed.rolled);
+    let policy = secret_file(&double, NS, "ramen-policy", "policy.toml");
+    assert!(policy.contains("10.0.0.1/32") && policy.contains("192.168.0.0/16"), "{policy}");
+    assert_ne!(restarted(&double), before, "an IP-rule change rolls the pods");
+
+    // Blocking a package is live: in the policy Secret, no restart.
+    let rolled_at = restarted(&double);
+    let package = pb::SetPackageEnabledRequest {
+        group: GROUP.into(),
+        zone: "use1".into(),
+        package: "hello".into(),
+    };
+    harness.client.disable_package(package).await.expect("package disabled");
+    let policy = secret_file(&double, NS, "ramen-policy", "policy.toml");
+    assert!(policy.contains("\"hello\""), "{policy}");
+    assert_eq!(restarted(&double), rolled_at, "no restart for a block");
+
+    // A namespace held by a finalizer: the teardown waits, says why, and finishes once it clears.
+    double.hold_namespace(NS).unwrap();
+    let teardown = pb::TeardownRequest { group: GROUP.into(), zone: "use1".into() };
+    harness.client.teardown(teardown.clone()).await.expect("teardown started");
+    let detail = ramen_testkit::eventually(
+        "the teardown waits on the namespace",
+        Duration::from_secs(30),
+        || {
+            let mut client = harness.client.clone();
+            let teardown = teardown.clone();
+            async move {
+                let progress =
+                    client.get_teardown(teardown).await.map_err(|e| e.to_string())?.into_inner();
+                progress
+                    .placements
+                    .iter()
+                    .flat_map(|p| &p.steps)
+                    .find(|s| s.name == "remove_namespace" && s.detail.contains("Terminating"))
+                    .map(|s| s.detail.clone())
+                    .ok_or_else(|| format!("{progress:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(detail.contains(ramen_kube_double::HOLD_FINALIZER), "{detail}");
+    assert!(double.get("apps/v1", "Deployment", NS, "worker").is_none(), "workers gone first");
+    double.release_namespace(NS).unwrap();
+    ramen_testkit::eventually("the teardown finishes", Duration::from_secs(60), || {
+        let mut client = harness.client.clone();
+        let teardown = teardown.clone();
+        let gone = double.get("v1", "Namespace", "", NS).is_none();
+        async move {
+            let progress =
+                client.get_teardown(teardown).await.map_err(|e| e.to_string())?.into_inner();
+            let done =
+                progress.placements.iter().all(|p| p.state == pb::TeardownState::Done as i32);
+            if gone && done { Ok(()) } else { Err(format!("gone {gone}: {progress:?}")) }
+        }
+    })
+    .await;
 }
