@@ -12,6 +12,7 @@
 //! - `ports`: auth, the zone-manager, the worker nodes and the smoke test, injected
 //!   ([`Ports`]) so the pipeline runs against the fakes of `ramen-clients` in tests.
 
+mod artifacts;
 mod caller;
 mod config_settings;
 mod conversions;

@@ -38,6 +38,11 @@ pub struct DeployerSettings {
     pub smoke_secret: Vec<u8>,
     /// GitHub's REST API, for App installation tokens (GitHub Enterprise: its `/api/v3`).
     pub github_api_url: String,
+    /// Deploy artifacts (snapshots, environments) of a job this recent are kept whatever its
+    /// state; see `artifacts.rs`.
+    pub artifact_grace: Duration,
+    /// Successful deploys per environment whose artifacts are kept (live + rollback targets).
+    pub keep_successes: usize,
 }
 
 impl DeployerSettings {
@@ -71,6 +76,8 @@ impl DeployerSettings {
             drain_cap: drain.saturating_sub(margin),
             smoke_secret,
             github_api_url: "https://api.github.com".into(),
+            artifact_grace: Duration::from_secs(3600),
+            keep_successes: 3,
         }
     }
 }

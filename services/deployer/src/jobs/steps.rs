@@ -187,6 +187,14 @@ impl Pipeline {
             return Err(failed(answer.error));
         }
         let Some(environment) = answer.environment else { return Ok(snapshot.clone()) };
+        // Before any worker runs on it: the collector keeps what a kept commit uses.
+        crate::artifacts::mark_used(
+            &deployer.core.blob,
+            &self.group.name,
+            &environment.key,
+            &self.commit,
+        )
+        .await?;
         let how =
             if answer.built { "installed for this deploy" } else { "present: nothing installed" };
         self.run

@@ -167,6 +167,9 @@ async fn settle(
             deployer.metrics.finished(job.state);
             tracing::info!(job = %job_id, state = ?job.state, "deploy job finished");
             delivery.ack().await?;
+            if job.state == JobState::Succeeded {
+                collect_artifacts(deployer, &job.group).await;
+            }
         }
         Stopped::Retry(err) if err.is_retryable() && !delivery.is_last_attempt() => {
             let why = format!("{err} (attempt {}; retried)", delivery.delivered());
@@ -241,5 +244,20 @@ async fn drained(deployer: &Jobs, stop: &CancellationToken) -> &'static str {
 async fn release(lease: Lease) {
     if let Err(err) = lease.release().await {
         tracing::debug!(error = %err, "lease release");
+    }
+}
+
+/// After a success, what the group no longer needs goes from the blob store. Best effort: a
+/// failure is logged and the next success tries again.
+async fn collect_artifacts(deployer: &Jobs, group: &str) {
+    match crate::artifacts::collect(&deployer.core, group).await {
+        Ok(collected) if collected.snapshots.is_empty() && collected.environments.is_empty() => {}
+        Ok(collected) => tracing::info!(
+            %group,
+            snapshots = ?collected.snapshots,
+            environments = ?collected.environments,
+            "unused deploy artifacts deleted"
+        ),
+        Err(err) => tracing::warn!(%group, %err, "collecting unused deploy artifacts failed"),
     }
 }

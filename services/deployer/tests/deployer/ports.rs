@@ -48,6 +48,14 @@ async fn deployer_on_fakes(
     nats: &Nats,
     dir: &std::path::Path,
 ) -> (Fakes, Platform, DeployerServiceClient<ramen_clients::Signed>) {
+    deployer_on_fakes_with(nats, dir, |_| {}).await
+}
+
+async fn deployer_on_fakes_with(
+    nats: &Nats,
+    dir: &std::path::Path,
+    tweak: impl FnOnce(&mut ramen_deployer::DeployerSettings),
+) -> (Fakes, Platform, DeployerServiceClient<ramen_clients::Signed>) {
     let zones = Arc::new(FakeZones::default().with_zone("zone-a").with_zone("zone-b"));
     let nodes = Arc::new(FakeNodes::behind(zones.clone()));
     *nodes.packages.lock() =
@@ -67,7 +75,9 @@ async fn deployer_on_fakes(
         nodes: fakes.nodes.clone(),
         smoke: fakes.smoke.clone(),
     };
-    let started = ramen_deployer::start_with(platform.clone(), fast(&config), ports)
+    let mut settings = fast(&config);
+    tweak(&mut settings);
+    let started = ramen_deployer::start_with(platform.clone(), settings, ports)
         .await
         .expect("deployer starts");
     let url = format!("http://{}", started.running.addr);
@@ -236,4 +246,95 @@ async fn a_failed_install_fails_the_deploy_before_any_canary_restarts() {
     assert!(job.error.contains("nope==9"), "{}", job.error);
     assert!(fakes.zones.rollouts.lock().is_empty(), "no track was touched");
     assert!(fakes.zones.written.lock().is_empty(), "no config written for a failed build");
+}
+
+/// After each success the group's snapshots and environments that no kept commit uses go:
+/// here the last two successes are kept, with no grace period.
+#[tokio::test]
+async fn unused_snapshots_and_environments_are_collected_after_a_success() {
+    let nats = Nats::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (fakes, platform, mut client) = deployer_on_fakes_with(&nats, dir.path(), |s| {
+        s.artifact_grace = Duration::ZERO;
+        s.keep_successes = 2;
+    })
+    .await;
+    let repo = Repo::hello();
+    let v1 = repo.head();
+    let v2 = repo.branch("v2", |r| r.write("notes/extra.txt", "two"));
+    let v3 = repo.branch("v3", |r| r.write("notes/extra.txt", "three"));
+    group_and_env(&mut client, &repo).await;
+    let blob = platform.blob.clone();
+    // An environment from before deploys marked what they use: never removed on a guess.
+    blob.put("groups/team/environments/legacy.tar.gz", b"old".to_vec().into()).await.unwrap();
+
+    let mut env_of = std::collections::BTreeMap::new();
+    for git_ref in ["v1", "v2", "v3"] {
+        let start = pb::StartDeployRequest {
+            group: "team".into(),
+            environment: "prod".into(),
+            git_ref: git_ref.into(),
+            ..Default::default()
+        };
+        let started = client.start_deploy(start).await.unwrap().into_inner();
+        let job = finished(&client, &started.job_id).await;
+        assert_eq!(job.state(), JobState::Succeeded, "{git_ref}: {}", job.error);
+        // What the builder would have stored for this commit's environment.
+        let written = fakes.zones.written.lock().get(&("team".into(), "zone-a".into())).cloned();
+        let key = written.unwrap().snapshot.unwrap().environment.unwrap().key;
+        for suffix in ["tar.gz", "json"] {
+            let object = format!("groups/team/environments/{key}.{suffix}");
+            blob.put(&object, b"env".to_vec().into()).await.unwrap();
+        }
+        env_of.insert(job.commit.clone(), key);
+    }
+    let snapshots = || async {
+        let keys = blob.list("groups/team/snapshots/").await.unwrap();
+        let mut commits: Vec<String> = keys
+            .iter()
+            .filter_map(|k| k.strip_suffix(".tar.gz"))
+            .map(|k| k.rsplit('/').next().unwrap().to_owned())
+            .collect();
+        commits.sort();
+        commits
+    };
+    let present = |key: &str| {
+        let blob = blob.clone();
+        let object = format!("groups/team/environments/{key}.tar.gz");
+        async move { blob.exists(&object).await.unwrap() }
+    };
+    let mut expected = vec![v2.clone(), v3.clone()];
+    expected.sort();
+    eventually("v1's snapshot is collected", Duration::from_secs(20), || async {
+        let now = snapshots().await;
+        if now == expected { Ok(()) } else { Err(now) }
+    })
+    .await;
+    assert!(
+        !blob.exists(&format!("groups/team/snapshots/{v1}.json")).await.unwrap(),
+        "sidecar too"
+    );
+    assert!(!present(&env_of[&v1]).await, "v1's environment is collected");
+    let leftovers = blob.list(&format!("groups/team/environments/{}", env_of[&v1])).await.unwrap();
+    assert!(leftovers.is_empty(), "markers and sidecar go with it: {leftovers:?}");
+    assert!(present(&env_of[&v2]).await && present(&env_of[&v3]).await, "kept commits keep theirs");
+    assert!(present("legacy").await, "an unmarked environment stays");
+
+    // A rollback to a collected commit uploads its snapshot again and deploys.
+    let start = pb::StartDeployRequest {
+        group: "team".into(),
+        environment: "prod".into(),
+        git_ref: "v1".into(),
+        ..Default::default()
+    };
+    let started = client.start_deploy(start).await.unwrap().into_inner();
+    let job = finished(&client, &started.job_id).await;
+    assert_eq!(job.state(), JobState::Succeeded, "{}", job.error);
+    let mut expected = vec![v1.clone(), v3.clone()];
+    expected.sort();
+    eventually("now v2's snapshot goes", Duration::from_secs(20), || async {
+        let now = snapshots().await;
+        if now == expected { Ok(()) } else { Err(now) }
+    })
+    .await;
 }
