@@ -66,7 +66,7 @@ pub async fn collect(core: &Core, group: &str) -> Result<Collected> {
             continue;
         }
         // The sidecar first: without it the snapshot counts as absent and is uploaded again.
-        for key in keys.iter().rev() {
+        for key in &sidecar_first(keys) {
             core.blob.delete(key).await?;
         }
         collected.snapshots.push(commit);
@@ -96,12 +96,18 @@ pub async fn collect(core: &Core, group: &str) -> Result<Collected> {
         // Markers last: an interrupted collection leaves the environment still marked unused.
         let (markers, objects): (Vec<_>, Vec<_>) =
             keys.into_iter().partition(|k| k.contains(MARKER));
-        for key in objects.iter().rev().chain(&markers) {
+        for key in sidecar_first(objects).iter().chain(&markers) {
             core.blob.delete(key).await?;
         }
         collected.environments.push(env);
     }
     Ok(collected)
+}
+
+/// `.json` sidecars (written last, read as "complete") before the archives they describe.
+fn sidecar_first(mut keys: Vec<String>) -> Vec<String> {
+    keys.sort_by_key(|k| !k.ends_with(".json"));
+    keys
 }
 
 /// The commits a group's jobs keep alive (see the module docs).
