@@ -13,5 +13,6 @@ mod deletion;
 mod durability;
 mod git;
 mod gitserver;
+mod kubernetes;
 mod pipeline;
 mod ports;

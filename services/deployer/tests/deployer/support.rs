@@ -111,9 +111,15 @@ pub struct World {
 
 impl World {
     pub async fn start() -> World {
+        Self::start_with(|_| {}).await
+    }
+
+    /// With a change to the configuration every service of the world starts with.
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> World {
         let nats = Nats::start().await.expect("nats-server starts");
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(dir.path(), &nats.url());
+        tweak(&mut config);
         let base =
             Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
         let auth = ramen_auth::launch(base.clone()).await.expect("auth starts");
