@@ -18,8 +18,14 @@ pub enum Error {
     /// placement being torn down, nothing deployed yet...).
     #[error("{0}")]
     FailedPrecondition(String),
-    /// Zones of this provider can be recorded, but this build cannot run workers in them.
-    #[error("the {} zone provider is not available in this build (zone `{zone}`)", .provider.name())]
+    /// Zones of this provider can be recorded, but no cluster of it is configured to run their
+    /// workers in.
+    #[error(
+        "the {} zone provider is not configured (zone `{zone}`): add a [kubernetes.clusters.<name>] \
+         with provider = \"{}\" and the region that holds the zone",
+        .provider.name(),
+        .provider.name()
+    )]
     ProviderUnavailable { provider: ProviderKind, zone: String },
     #[error(transparent)]
     Provider(#[from] ProviderError),

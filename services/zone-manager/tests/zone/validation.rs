@@ -70,12 +70,13 @@ async fn zones_names_regions_and_sizes() {
 
     // Creating a zone only creates the record: no directory, no process.
     assert!(!h.zones_dir().join("gcp-a").exists());
-    // A zone whose provider this build cannot drive is recorded, but placements are refused.
+    // A zone whose provider has no cluster configured is recorded, but placements are refused.
     let placement = pb::EnsurePlacementRequest { group: "team".into(), zone: "gcp-a".into() };
     let refused = h.client.ensure_placement(placement).await.unwrap_err();
     assert_eq!(refused.code(), Code::Unimplemented, "{refused:?}");
     assert!(
-        refused.message().contains("gcp zone provider is not available"),
+        refused.message().contains("gcp zone provider is not configured")
+            && refused.message().contains("[kubernetes.clusters.<name>]"),
         "{}",
         refused.message()
     );
