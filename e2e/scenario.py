@@ -496,6 +496,11 @@ def scenario(cluster: Cluster) -> None:
         check(len(cluster.cli_items("jobs", "-g", GROUP)) >= 3, "the jobs kept", None)
 
     step("kill one worker: calls keep succeeding, the worker is replaced")
+    # Both zones serving first: after a restart one zone's worker may be ready before the
+    # other's, and killing the only ready one would test nothing but that race.
+    for zone in ("local-a", "local-b"):
+        eventually(f"{zone} serving before a worker is killed", 180,
+                   lambda zone=zone: status_of(url, plaintext, zone=zone) == 200)
     before = cluster.worker_pids()
     check(len(before) >= 2, "a worker per zone running", before)
     os.kill(before[0], signal.SIGKILL)
