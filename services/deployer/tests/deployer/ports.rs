@@ -116,6 +116,21 @@ async fn finished(
     .await
 }
 
+/// Deploys `git_ref` to `team`/`prod` and waits for the job to end.
+async fn deploy_ref(
+    client: &mut DeployerServiceClient<ramen_clients::Signed>,
+    git_ref: &str,
+) -> pb::DeployJob {
+    let start = pb::StartDeployRequest {
+        group: "team".into(),
+        environment: "prod".into(),
+        git_ref: git_ref.into(),
+        ..Default::default()
+    };
+    let started = client.start_deploy(start).await.unwrap().into_inner();
+    finished(client, &started.job_id).await
+}
+
 fn rollouts_of(zones: &FakeZones, zone: &str) -> Vec<(i32, Option<u32>)> {
     let rollouts = zones.rollouts.lock();
     rollouts.iter().filter(|r: &&Rollout| r.zone == zone).map(|r| (r.track, r.replicas)).collect()
@@ -270,14 +285,7 @@ async fn unused_snapshots_and_environments_are_collected_after_a_success() {
 
     let mut env_of = std::collections::BTreeMap::new();
     for git_ref in ["v1", "v2", "v3"] {
-        let start = pb::StartDeployRequest {
-            group: "team".into(),
-            environment: "prod".into(),
-            git_ref: git_ref.into(),
-            ..Default::default()
-        };
-        let started = client.start_deploy(start).await.unwrap().into_inner();
-        let job = finished(&client, &started.job_id).await;
+        let job = deploy_ref(&mut client, git_ref).await;
         assert_eq!(job.state(), JobState::Succeeded, "{git_ref}: {}", job.error);
         // What the builder would have stored for this commit's environment.
         let written = fakes.zones.written.lock().get(&("team".into(), "zone-a".into())).cloned();
@@ -321,14 +329,7 @@ async fn unused_snapshots_and_environments_are_collected_after_a_success() {
     assert!(present("legacy").await, "an unmarked environment stays");
 
     // A rollback to a collected commit uploads its snapshot again and deploys.
-    let start = pb::StartDeployRequest {
-        group: "team".into(),
-        environment: "prod".into(),
-        git_ref: "v1".into(),
-        ..Default::default()
-    };
-    let started = client.start_deploy(start).await.unwrap().into_inner();
-    let job = finished(&client, &started.job_id).await;
+    let job = deploy_ref(&mut client, "v1").await;
     assert_eq!(job.state(), JobState::Succeeded, "{}", job.error);
     let mut expected = vec![v1.clone(), v3.clone()];
     expected.sort();
