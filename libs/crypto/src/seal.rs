@@ -133,6 +133,12 @@ impl Sealer {
         String::from_utf8(plain).map(SecretValue).map_err(|_| SealError::Corrupt)
     }
 
+    /// Whether a value sealed under `key_id` can be opened here (the current or the previous
+    /// key). Key ids are derived from the keys, so this needs no ciphertext.
+    pub fn knows_key(&self, key_id: &str) -> bool {
+        [Some(&self.current), self.previous.as_ref()].into_iter().flatten().any(|k| k.id == key_id)
+    }
+
     /// Whether `sealed` is under a key other than the current one.
     pub fn is_stale(&self, sealed: &Sealed) -> bool {
         sealed.key_id != self.current.id

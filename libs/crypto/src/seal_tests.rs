@@ -65,3 +65,11 @@ fn values_never_show_in_debug_output() {
     let shown = format!("{:?}", value());
     assert!(!shown.contains("very-secret"), "{shown}");
 }
+
+#[test]
+fn knows_the_current_and_the_previous_key_only() {
+    let rotated = Sealer::new(&B, Some(&A));
+    assert!(rotated.knows_key(Sealer::new(&A, None).current_key_id()));
+    assert!(rotated.knows_key(rotated.current_key_id()));
+    assert!(!Sealer::new(&B, None).knows_key(Sealer::new(&A, None).current_key_id()));
+}

@@ -3,6 +3,7 @@
 
 mod admin;
 mod client;
+mod migrate;
 mod up;
 
 use std::path::PathBuf;
@@ -44,6 +45,11 @@ enum Command {
         #[command(subcommand)]
         command: admin::AdminCommand,
     },
+    /// Move a `ramen up` installation to cloud mode (`ramen migrate to-cloud`).
+    Migrate {
+        #[command(subcommand)]
+        command: migrate::MigrateCommand,
+    },
     #[command(flatten)]
     Client(client::ClientCommand),
 }
@@ -66,6 +72,7 @@ fn main() -> ExitCode {
         Command::Worker { .. } => ExitCode::from(64),
         Command::Serve { service } => serve(service),
         Command::Admin { command } => admin::main(command),
+        Command::Migrate { command } => migrate::main(command),
         Command::Client(command) => client_main(command, cli.common),
     }
 }

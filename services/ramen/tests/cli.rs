@@ -193,3 +193,89 @@ async fn readyz_names_nats_when_it_goes_away() {
     terminate(&child);
     assert_eq!(exit_code(child).await, 0);
 }
+
+/// `ramen migrate to-cloud` on a real `ramen up` data dir: refused while `ramen up` runs and
+/// without the secrets key, then copied into S3 (a real `moto_server`) and an embedded target
+/// store, and a second run writes nothing.
+#[tokio::test]
+async fn migrate_to_cloud_moves_a_stopped_ramen_up_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (up_dir, cloud_dir) = (dir.path().join("up"), dir.path().join("cloud"));
+    let mut command = Command::new(RAMEN);
+    let nats_server = ramen_testkit::find_binary("nats-server").unwrap();
+    clean(&mut command)
+        .arg("up")
+        .env("RAMEN_DATA_DIR", &up_dir)
+        .env("RAMEN_NATS__BINARY", nats_server)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let admin = listen_env(&mut command);
+    let child = command.spawn().unwrap();
+    ready(admin).await;
+    // A snapshot as the deployer stores it in the local blob directory.
+    let snapshot = up_dir.join("blobs/groups/g/snapshots/abc.tar.gz");
+    std::fs::create_dir_all(snapshot.parent().unwrap()).unwrap();
+    std::fs::write(&snapshot, b"snapshot bytes").unwrap();
+
+    let moto = ramen_testkit::Moto::start().await.unwrap();
+    let bucket = "ramen-migrated";
+    let created =
+        reqwest::Client::new().put(format!("{}/{bucket}", moto.endpoint())).send().await.unwrap();
+    assert!(created.status().is_success(), "{created:?}");
+    let key = std::fs::read_to_string(up_dir.join("keys/secrets.key")).unwrap();
+    let migrate = |with_key: bool| {
+        let mut command = Command::new(RAMEN);
+        clean(&mut command)
+            .args(["migrate", "to-cloud", "--data-dir"])
+            .arg(&up_dir)
+            .env("RAMEN_DATA_DIR", &cloud_dir)
+            .env("RAMEN_S3_BUCKET", bucket)
+            .env("RAMEN_S3_ENDPOINT", moto.endpoint())
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing");
+        if with_key {
+            command.env("RAMEN_SECRETS_KEY", key.trim());
+        }
+        let output = command.output().unwrap();
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+
+    let (code, stderr) = migrate(true);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("stop `ramen up`"), "refused while ramen up runs: {stderr}");
+    terminate(&child);
+    assert_eq!(exit_code(child).await, 0);
+
+    let (code, stderr) = migrate(false);
+    assert_eq!(code, Some(78), "{stderr}");
+    assert!(
+        stderr.contains("RAMEN_SECRETS_KEY is not set") && stderr.contains("keys/secrets.key"),
+        "{stderr}"
+    );
+
+    let (code, stderr) = migrate(true);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("S3 bucket `ramen-migrated`"), "{stderr}");
+    assert!(stderr.contains("1 objects, 1 written"), "{stderr}");
+    assert!(stderr.contains("auth_users: 1 documents, 1 written"), "the bootstrap admin: {stderr}");
+    let mut settings = ramen_blob::S3Settings::new(bucket, "us-east-1");
+    settings.endpoint = Some(moto.endpoint());
+    settings.credentials = Some(ramen_blob::StaticCredentials {
+        access_key_id: "testing".into(),
+        secret_access_key: ramen_config::Secret::new("testing"),
+        session_token: None,
+    });
+    let s3 = ramen_blob::S3Store::connect(settings).await.unwrap();
+    let object = ramen_blob::BlobStore::get(&s3, "groups/g/snapshots/abc.tar.gz").await.unwrap();
+    assert_eq!(object.as_deref(), Some(&b"snapshot bytes"[..]));
+
+    let (code, stderr) = migrate(true);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("1 objects, 0 written, 1 unchanged"), "{stderr}");
+    assert!(stderr.contains("auth_users: 1 documents, 0 written, 1 unchanged"), "{stderr}");
+
+    let target = ramen_store::EmbeddedStore::open(cloud_dir.join("store")).await.unwrap();
+    let everyone = ramen_store::Filter::default();
+    let users = ramen_store::DocumentStore::count(&target, "auth_users", &everyone).await;
+    assert_eq!(users.unwrap(), 1);
+}
