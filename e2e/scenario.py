@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The end-to-end scenario: the built `ramen` binary driven as a user drives it.
 
-    python e2e/scenario.py --ramen target/debug/ramen --topology up|split
+    python e2e/scenario.py --ramen target/debug/ramen --topology up|split|migrate
 
 Topology `up` is `ramen up` alone (its own nats-server child, embedded store, local blob
 directory). Topology `split` runs every service as its own `ramen serve <service>` process
@@ -127,6 +127,8 @@ class Cluster:
         }
         self.admin_ports: dict[str, int] = {}
         self.base_env = self._base_env()
+        # The split services' data dirs (beside `ramen up`'s `data` when both run, in `migrate`).
+        self.split_data = work / ("split" if topology == "migrate" else "data")
 
     def _base_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAMEN_") or k.startswith("RAMEN_TEST_")}
@@ -179,6 +181,14 @@ class Cluster:
 
     # -- topology split ---------------------------------------------------------------------
     def start_split(self) -> None:
+        self.start_backing()
+        for service in SERVICES:
+            self.start_service(service)
+        for service in SERVICES:
+            self.wait_ready(service)
+
+    def start_backing(self) -> None:
+        """nats-server, redis-server and moto's S3 with the bucket: what the split services share."""
         bin_dir = Path(sys.executable).parent
         nats_port, redis_port, s3_port = free_port(), free_port(), free_port()
         (self.work / "nats").mkdir()
@@ -207,16 +217,12 @@ class Cluster:
             RAMEN_SECRETS_KEY="MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
         )
         self.s3 = f"http://127.0.0.1:{s3_port}"
-        for service in SERVICES:
-            self.start_service(service)
-        for service in SERVICES:
-            self.wait_ready(service)
 
     def start_service(self, service: str, name: str | None = None) -> None:
         name = name or service
         admin = free_port()
         self.admin_ports[name] = admin
-        env = dict(self.shared_env, RAMEN_DATA_DIR=str(self.work / "data" / service),
+        env = dict(self.shared_env, RAMEN_DATA_DIR=str(self.split_data / service),
                    RAMEN_LISTEN__ADMIN=f"127.0.0.1:{admin}")
         self.spawn(name, [str(self.ramen), "serve", service], env)
 
@@ -236,7 +242,7 @@ class Cluster:
         return "\n".join(text[-lines:])
 
     def bootstrap_password(self) -> tuple[str, str]:
-        name = "ramen" if self.topology == "up" else "auth"
+        name = "auth" if self.topology == "split" else "ramen"
 
         def found() -> tuple[str, str] | None:
             text = re.sub(r"\x1b\[[0-9;]*m", "", self.logs[name].read_text(errors="replace"))
@@ -274,9 +280,9 @@ class Cluster:
 
     # -- what runs on this machine ----------------------------------------------------------
     def worker_pids(self) -> list[int]:
-        """Worker processes started for this cluster (their command line names its data dir)."""
+        """Worker processes started for this cluster (their command line names its work dir)."""
         pids = []
-        data = str(self.work / "data")
+        data = str(self.work)
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -299,7 +305,7 @@ class Cluster:
         return found
 
     def bucket_keys(self, prefix: str) -> list[str]:
-        if self.topology != "split":
+        if self.topology == "up":
             return []
         answer = httpx2.get(f"{self.s3}/{self.bucket}?list-type=2&prefix={prefix}").text
         return re.findall(r"<Key>([^<]+)</Key>", answer)
@@ -595,18 +601,98 @@ def deploy_surviving_a_killed_deployer(cluster: Cluster) -> None:
     check(job["state"] == "succeeded", "the resumed job succeeded", job)
 
 
+PASSWORD = "e2e-password-0123456789"
+
+
+def migration(cluster: Cluster) -> None:
+    """Topology `migrate`: a team starts on `ramen up`, stops it, runs `ramen migrate
+    to-cloud`, and the split services started on the targets serve what it had."""
+    step("on ramen up: a zone, a group deployed on it, an MCP key and a secret")
+    email, one_time = cluster.bootstrap_password()
+    cluster.cli("login", email, "--password-stdin", "--new-password", stdin=f"{one_time}\n{PASSWORD}\n")
+    cluster.cli("zone", "create", "local-a")
+    repo = cluster.work / "repo"
+    make_repo(repo)
+    cluster.cli("group", "create", GROUP, "--repo", str(repo), "--ref", "main")
+    cluster.cli("env", "create", "prod", "-g", GROUP, "--ref", "main", "--zone", "local-a")
+    cluster.cli("deploy", "prod", "-g", GROUP, "--wait")
+    cluster.cli("secrets", "set", "-g", GROUP, "WEATHER_TOKEN", stdin="sealed-value\n")
+    plaintext = cluster.cli_json("keys", "create", "-g", GROUP, "e2e")["plaintext"]
+    url = f"{cluster.api}/mcp/{GROUP}/prod"
+    eventually("the new key accepted", 60, lambda: status_of(url, plaintext) == 200)
+    check(mcp(url, plaintext, add(2, 3)) == {"result": 5}, "2 + 3 = 5 on ramen up")
+    tools = mcp(url, plaintext, tool_names)
+
+    step("stop ramen up; migrate its data dir to S3 and the services' store")
+    proc = cluster.procs["ramen"]
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    check(proc.returncode == 0, "ramen up to exit 0 on SIGTERM", proc.returncode)
+    eventually("its workers stopped with it", 30, lambda: cluster.worker_pids() == [])
+    cluster.start_backing()
+    data = cluster.work / "data"
+    target = cluster.work / "migrated"
+    secrets_key = (data / "keys" / "secrets.key").read_text().strip()
+    env = dict(cluster.shared_env, RAMEN_SECRETS_KEY=secrets_key, RAMEN_DATA_DIR=str(target))
+
+    def migrate(*flags: str) -> str:
+        done = subprocess.run([str(cluster.ramen), "migrate", "to-cloud", "--data-dir", str(data), *flags],
+                              env=env, capture_output=True, text=True, timeout=300)
+        check(done.returncode == 0, f"migrate {' '.join(flags)} exits 0", done.stderr)
+        return done.stderr
+
+    dry = migrate("--dry-run")
+    check(cluster.bucket_keys("groups/") == [], "a dry run writes nothing to S3", dry)
+    first = migrate()
+    snapshots = cluster.bucket_keys(f"groups/{GROUP}/")
+    check(any("snapshot" in k for k in snapshots), "the group's snapshot in the bucket", snapshots)
+    check("secrets key: opens all" in first, "the sealed secrets were checked against the key", first)
+    check(f"ramen deploy prod -g {GROUP}" in first, "the local zone's environment to deploy again", first)
+    again = migrate("--concurrency", "2")
+    summary = next(line for line in again.splitlines() if line.startswith("done:"))
+    check(re.search(r"objects, 0 written, \d+ unchanged .*documents, 0 written, \d+ unchanged", summary) is not None,
+          "a second run writes nothing", summary)
+
+    step("the split services on the migrated store (each its own copy: MongoDB cannot run here)")
+    cluster.shared_env["RAMEN_SECRETS_KEY"] = secrets_key
+    for service in SERVICES:
+        shutil.copytree(target / "store", cluster.split_data / service / "store")
+        cluster.start_service(service)
+    for service in SERVICES:
+        cluster.wait_ready(service)
+
+    step("the same login, group, secret and job; after the deploy the output asked for, the same key and tools")
+    cluster.cli("login", email, "--password-stdin", stdin=f"{PASSWORD}\n")
+    groups = [g["name"] for g in cluster.cli_items("group", "list")]
+    check(GROUP in groups, "the group is there", groups)
+    secrets = [s["name"] for s in cluster.cli_items("secrets", "list", "-g", GROUP)]
+    check(secrets == ["WEATHER_TOKEN"], "the secret is there", secrets)
+    jobs = cluster.cli_items("jobs", "-g", GROUP)
+    check([j["state"] for j in jobs] == ["succeeded"], "the deploy job from ramen up", jobs)
+    cluster.cli("deploy", "prod", "-g", GROUP, "--wait")
+    jobs = cluster.cli_items("jobs", "-g", GROUP)
+    check([j["state"] for j in jobs] == ["succeeded", "succeeded"], "a second deploy on the split stack", jobs)
+    eventually("the migrated key serves calls", 60, lambda: status_of(url, plaintext) == 200)
+    check(mcp(url, plaintext, tool_names) == tools, "the same tools", tools)
+    check(mcp(url, plaintext, add(4, 5)) == {"result": 9}, "4 + 5 = 9 on the split services")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ramen", required=True, type=Path)
-    parser.add_argument("--topology", choices=["up", "split"], required=True)
+    parser.add_argument("--topology", choices=["up", "split", "migrate"], required=True)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix=f"ramen-e2e-{args.topology}-"))
     cluster = Cluster(args.ramen.resolve(), args.topology, work)
     print(f"e2e ({args.topology}) in {work}", flush=True)
     try:
-        cluster.start_up() if args.topology == "up" else cluster.start_split()
-        scenario(cluster)
+        if args.topology == "migrate":
+            cluster.start_up()
+            migration(cluster)
+        else:
+            cluster.start_up() if args.topology == "up" else cluster.start_split()
+            scenario(cluster)
     except Failed as failure:
         print(f"FAILED ({args.topology}): {failure}", file=sys.stderr)
         for name in cluster.logs:

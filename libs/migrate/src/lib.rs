@@ -85,6 +85,18 @@ pub struct Report {
     pub blobs: Tally,
     /// Per collection, sorted by name.
     pub collections: Vec<(String, Tally)>,
+    /// Deployed environments on local zones, which need a deploy on the new stack.
+    pub redeploy: Vec<LocalPlacement>,
+}
+
+/// An environment deployed on a local zone. Its workers were processes of the host `ramen up`
+/// ran on, started from files in that data dir: they do not move with the store, and the
+/// zone-manager of the new stack starts them again on the environment's next deploy.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LocalPlacement {
+    pub group: String,
+    pub environment: String,
+    pub zone: String,
 }
 
 impl Report {
@@ -135,5 +147,29 @@ pub async fn migrate(
         progress(Progress::Collection { name: name.clone(), tally: tally.clone() });
         collections.push((name, tally));
     }
-    Ok(Report { sealed: scan.sealed, blobs, collections })
+    let redeploy = local_placements(source).await?;
+    Ok(Report { sealed: scan.sealed, blobs, collections, redeploy })
+}
+
+/// The zone-manager's placements (collection `zone_placements`) on `local` zones that have
+/// an environment deployed.
+async fn local_placements(source: &Source) -> Result<Vec<LocalPlacement>, MigrateError> {
+    let query = ramen_store::Query::default().eq("provider", "local");
+    let docs = source
+        .store
+        .find("zone_placements", &query)
+        .await
+        .map_err(|source| MigrateError::source_store("collection zone_placements", source))?;
+    let text = |doc: &serde_json::Value, field: &str| doc[field].as_str().unwrap_or("").to_owned();
+    let mut found: Vec<LocalPlacement> = docs
+        .iter()
+        .map(|d| LocalPlacement {
+            group: text(&d.doc, "group"),
+            environment: text(&d.doc, "environment"),
+            zone: text(&d.doc, "zone"),
+        })
+        .filter(|p| !p.environment.is_empty())
+        .collect();
+    found.sort();
+    Ok(found)
 }

@@ -34,6 +34,11 @@ async fn seed(data_dir: &Path) -> anyhow::Result<()> {
             .await?;
     }
     store.ensure_collection(&CollectionSpec::new("zones_empty")).await?;
+    let local =
+        json!({"group": "g", "zone": "local-a", "provider": "local", "environment": "prod"});
+    store.insert("zone_placements", "g/local-a", &local).await?;
+    let cloud = json!({"group": "g", "zone": "gke-a", "provider": "gcp", "environment": "prod"});
+    store.insert("zone_placements", "g/gke-a", &cloud).await?;
     let blobs = LocalDirStore::open(data_dir.join("blobs"))?;
     blobs.put("groups/g/snapshots/abc.tar.gz", Bytes::from_static(b"snapshot-abc")).await?;
     blobs.put("groups/g/snapshots/def.tar.gz", Bytes::from(vec![1u8; 300_000])).await?;
@@ -95,18 +100,31 @@ async fn copies_everything_and_a_second_run_writes_nothing() -> anyhow::Result<(
     assert_eq!(report.blobs.written, 3);
     assert_eq!(report.blobs.bytes, 12 + 300_000 + 4);
     let docs = report.documents();
-    assert_eq!((docs.total, docs.written, docs.unchanged), (34, 34, 0));
+    assert_eq!((docs.total, docs.written, docs.unchanged), (36, 36, 0));
     let names: Vec<&str> = report.collections.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["auth_secrets", "auth_users", "deployer_apps", "deployer_jobs", "zones_empty"]
+        [
+            "auth_secrets",
+            "auth_users",
+            "deployer_apps",
+            "deployer_jobs",
+            "zone_placements",
+            "zones_empty"
+        ]
     );
-    assert_eq!(same_documents(source.store().as_ref(), target.store().as_ref()).await?, 34);
+    assert_eq!(same_documents(source.store().as_ref(), target.store().as_ref()).await?, 36);
     assert_eq!(same_blobs(source.blob().as_ref(), target.blob().as_ref()).await?, 3);
     assert!(
         target.store().as_ref().collections().await?.contains(&"zones_empty".to_owned()),
         "empty collections exist too"
     );
+    let redeploy = ramen_migrate::LocalPlacement {
+        group: "g".into(),
+        environment: "prod".into(),
+        zone: "local-a".into(),
+    };
+    assert_eq!(report.redeploy, [redeploy], "only the local zone's workers stay behind");
     let seen = seen.into_inner().unwrap();
     assert_eq!(seen.first(), Some(&Progress::KeyChecked { sealed: 2 }));
     assert!(seen.contains(&Progress::Blobs { done: 3, total: 3 }), "{seen:?}");
@@ -118,7 +136,7 @@ async fn copies_everything_and_a_second_run_writes_nothing() -> anyhow::Result<(
 
     let again = migrate(&source, &target, &sealer(), &Options::default(), &quiet).await?;
     assert_eq!((again.blobs.written, again.blobs.unchanged), (0, 3));
-    assert_eq!((again.documents().written, again.documents().unchanged), (0, 34));
+    assert_eq!((again.documents().written, again.documents().unchanged), (0, 36));
     Ok(())
 }
 
@@ -133,7 +151,7 @@ async fn a_dry_run_reports_and_writes_nothing() -> anyhow::Result<()> {
     let report = migrate(&source, &target, &sealer(), &dry, &quiet).await?;
     assert_eq!(
         (report.blobs.written, report.documents().written),
-        (3, 34),
+        (3, 36),
         "what would be written"
     );
     assert_eq!(target.store().collections().await?, Vec::<String>::new());
@@ -303,8 +321,8 @@ async fn documents_go_to_mongodb_when_one_is_given() -> anyhow::Result<()> {
     let target =
         Target::new(mongo.clone(), Arc::new(LocalDirStore::open(out.join("blobs"))?), "MongoDB");
     let report = migrate(&source, &target, &sealer(), &Options::default(), &quiet).await?;
-    assert_eq!(report.documents().written, 34);
-    assert_eq!(same_documents(source.store().as_ref(), mongo.as_ref()).await?, 34);
+    assert_eq!(report.documents().written, 36);
+    assert_eq!(same_documents(source.store().as_ref(), mongo.as_ref()).await?, 36);
     let again = migrate(&source, &target, &sealer(), &Options::default(), &quiet).await?;
     assert_eq!(again.documents().written, 0);
     for coll in mongo.collections().await? {

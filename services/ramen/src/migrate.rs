@@ -108,18 +108,29 @@ async fn run(config: &Config, data_dir: PathBuf, args: &ToCloud) -> anyhow::Resu
     let report = ramen_migrate::migrate(&source, &target, &sealer, &options, &progress).await?;
     let documents = report.documents();
     eprintln!(
-        "done: {} ({} bytes); {} in {} collections; {}",
+        "done: {} ({} bytes); {} in {} collections",
         counts(&report.blobs, "objects", written),
         report.blobs.bytes,
         counts(&documents, "documents", written),
         report.collections.len(),
-        if args.dry_run {
-            "run again without --dry-run to write"
-        } else {
-            "start the cloud services on the target (their NATS starts empty; the services \
-             rebuild their work from the store)"
-        }
     );
+    if args.dry_run {
+        eprintln!("run again without --dry-run to write");
+        return Ok(());
+    }
+    eprintln!(
+        "start the cloud services on the target: their NATS starts empty, and they rebuild \
+         their work from the store"
+    );
+    if !report.redeploy.is_empty() {
+        eprintln!(
+            "workers of local zones are processes of this host and do not move; deploy these \
+             environments again on the new stack (or move them to cloud zones first):"
+        );
+        for p in &report.redeploy {
+            eprintln!("  ramen deploy {} -g {}   (zone {})", p.environment, p.group, p.zone);
+        }
+    }
     Ok(())
 }
 
