@@ -42,6 +42,15 @@ pub enum MigrateError {
     )]
     WrongSecretsKey { count: u64, configured: String, found: String, example: String, hint: String },
 
+    #[error(
+        "{} deploy job(s) are not finished: {}. Their work lives in the NATS of `ramen up`, \
+         which does not move: start `ramen up` again and let them finish (or cancel them: \
+         `ramen jobs -g <group> <id> --cancel`), then migrate. Nothing was written",
+        jobs.len(),
+        jobs.join(", ")
+    )]
+    UnfinishedJobs { jobs: Vec<String> },
+
     #[error("reading {what} of the source: {source}")]
     SourceStore { what: String, source: StoreError },
 

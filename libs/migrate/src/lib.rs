@@ -122,6 +122,7 @@ pub async fn migrate(
     options: &Options,
     progress: &(dyn Fn(Progress) + Send + Sync),
 ) -> Result<Report, MigrateError> {
+    refuse_unfinished_jobs(source).await?;
     let scan = scan_sealed(source.store.as_ref()).await?;
     scan.check(sealer, source.key_file().as_deref())?;
     progress(Progress::KeyChecked { sealed: scan.sealed });
@@ -149,6 +150,27 @@ pub async fn migrate(
     }
     let redeploy = local_placements(source).await?;
     Ok(Report { sealed: scan.sealed, blobs, collections, redeploy })
+}
+
+/// Deploy jobs (the deployer's `deployer_deploy_jobs`) that are not finished. Their work item
+/// and lease live in `ramen up`'s NATS, which does not move: copied, such a job would stay
+/// open on the new stack and its unique "one open job per environment" index would refuse
+/// every later deploy of the environment.
+async fn refuse_unfinished_jobs(source: &Source) -> Result<(), MigrateError> {
+    const FINISHED: [&str; 4] = ["succeeded", "failed", "cancelled", "dead_lettered"];
+    let docs =
+        source.store.find("deployer_deploy_jobs", &ramen_store::Query::default()).await.map_err(
+            |source| MigrateError::source_store("collection deployer_deploy_jobs", source),
+        )?;
+    let open: Vec<String> = docs
+        .iter()
+        .filter(|d| !FINISHED.contains(&d.doc["state"].as_str().unwrap_or("")))
+        .map(|d| {
+            let field = |f: &str| d.doc[f].as_str().unwrap_or("?").to_owned();
+            format!("{} ({}/{}, {})", d.id, field("group"), field("environment"), field("state"))
+        })
+        .collect();
+    if open.is_empty() { Ok(()) } else { Err(MigrateError::UnfinishedJobs { jobs: open }) }
 }
 
 /// The zone-manager's placements (collection `zone_placements`) on `local` zones that have

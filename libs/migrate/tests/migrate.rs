@@ -187,6 +187,30 @@ async fn a_wrong_secrets_key_stops_it_before_anything_is_written() -> anyhow::Re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unfinished_deploy_job_stops_it_before_anything_is_written() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
+    seed(&data).await?;
+    let source = Source::open(&data).await?;
+    let job = |state: &str| json!({"group": "g", "environment": "prod", "state": state});
+    source.store().put("deployer_deploy_jobs", "j1", &job("succeeded")).await?;
+    source.store().put("deployer_deploy_jobs", "j2", &job("failed_resumable")).await?;
+    let target = embedded_target(&out).await?;
+    let err = migrate(&source, &target, &sealer(), &Options::default(), &quiet).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, MigrateError::UnfinishedJobs { .. }), "{message}");
+    assert!(
+        message.contains("j2 (g/prod, failed_resumable)") && !message.contains("j1"),
+        "{message}"
+    );
+    assert_eq!(target.store().collections().await?, Vec::<String>::new(), "nothing written");
+
+    source.store().put("deployer_deploy_jobs", "j2", &job("cancelled")).await?;
+    migrate(&source, &target, &sealer(), &Options::default(), &quiet).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_run_resumes_with_what_is_missing_or_stale() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));

@@ -118,10 +118,7 @@ async fn run(config: &Config, data_dir: PathBuf, args: &ToCloud) -> anyhow::Resu
         eprintln!("run again without --dry-run to write");
         return Ok(());
     }
-    eprintln!(
-        "start the cloud services on the target: their NATS starts empty, and they rebuild \
-         their work from the store"
-    );
+    eprintln!("start the cloud services on the target (with the same RAMEN_SECRETS_KEY)");
     if !report.redeploy.is_empty() {
         eprintln!(
             "workers of local zones are processes of this host and do not move; deploy these \
