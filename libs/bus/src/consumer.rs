@@ -185,3 +185,29 @@ impl<T: DeserializeOwned> WorkConsumer<T> {
 fn backoff(failures: u32) -> Duration {
     Duration::from_millis(100u64 << failures.min(5)).min(Duration::from_secs(3))
 }
+
+/// What a durable consumer has not settled yet, as the server counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Messages matching the consumer that were not delivered yet.
+    pub pending: u64,
+    /// Delivered and not yet acknowledged (in work, or waiting for redelivery).
+    pub ack_pending: u64,
+}
+
+impl Bus {
+    /// The backlog of durable consumer `durable` on `stream` (one consumer-info request), for
+    /// queue-depth gauges and autoscalers.
+    pub async fn consumer_backlog(&self, stream: &str, durable: &str) -> Result<Backlog> {
+        let handle = self.jetstream().get_stream(stream).await.map_err(|err| {
+            BusError::from_text("get stream", format!("stream `{stream}`: {err}"))
+        })?;
+        let mut consumer: PullConsumer = handle.get_consumer(durable).await.map_err(|err| {
+            BusError::from_text("get consumer", format!("`{durable}` on `{stream}`: {err}"))
+        })?;
+        let info = consumer.info().await.map_err(|err| {
+            BusError::from_text("consumer info", format!("`{durable}` on `{stream}`: {err}"))
+        })?;
+        Ok(Backlog { pending: info.num_pending, ack_pending: info.num_ack_pending as u64 })
+    }
+}

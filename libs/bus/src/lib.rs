@@ -71,7 +71,7 @@ mod supervisor;
 pub use advisory::{DeadLetterMover, MAX_DELIVERIES_REASON};
 pub use async_nats::HeaderMap;
 pub use client::{Bus, PublishAck, PublishOptions};
-pub use consumer::{ConsumerSpec, WorkConsumer};
+pub use consumer::{Backlog, ConsumerSpec, WorkConsumer};
 pub use core::{CoreMessage, Subscription};
 pub use delivery::Delivery;
 pub use dlq::{Dlq, ParkedMessage};

@@ -33,6 +33,7 @@ against_nats!(
     work::term_stops_redelivery,
     work::dedupe_of_republished_msg_id,
     work::core_publish_subscribe,
+    work::backlog_counts_pending_and_unacked,
     dlq::handler_dead_letters_on_last_attempt,
     dlq::advisory_dead_letters_unsettled_last_delivery,
     dlq::undecodable_message_is_parked,

@@ -19,6 +19,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use ipnet::IpNet;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 
 use crate::ZONE_HEADER;
 use crate::directory::{Directory, DirectoryError, Route};
@@ -54,7 +57,18 @@ pub struct Edge {
     sealer: SessionSealer,
     client: Client<HttpConnector, Full<Bytes>>,
     settings: EdgeSettings,
+    requests: Family<RequestLabels, Counter>,
 }
+
+/// Labels of `ramen_edge_requests_total`. A path naming no environment counts under group
+/// `-`: anyone can send any path, and each unknown name must not become a series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    group: String,
+    status: u16,
+}
+
+const UNKNOWN_GROUP: &str = "-";
 
 impl Edge {
     pub fn new(
@@ -68,7 +82,16 @@ impl Edge {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .build(connector);
-        Self { directory, sealer, client, settings }
+        Self { directory, sealer, client, settings, requests: Family::default() }
+    }
+
+    /// Registers the edge's series (`ramen_edge_requests_total{group,status}`) on `metrics`.
+    pub fn register_metrics(&self, metrics: &ramen_telemetry::Metrics) {
+        metrics.register(
+            "edge_requests",
+            "MCP requests through the edge, by group and HTTP status",
+            self.requests.clone(),
+        );
     }
 }
 
@@ -93,26 +116,46 @@ async fn handle(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request<Body>,
 ) -> Response {
+    let (response, known) = serve(&edge, &group, &environment, peer, request).await;
+    let group = if known { group } else { UNKNOWN_GROUP.to_owned() };
+    edge.requests.get_or_create(&RequestLabels { group, status: response.status().as_u16() }).inc();
+    response
+}
+
+/// The answer, and whether the path named an environment the directory knows.
+async fn serve(
+    edge: &Arc<Edge>,
+    group: &str,
+    environment: &str,
+    peer: SocketAddr,
+    request: Request<Body>,
+) -> (Response, bool) {
     if !matches!(*request.method(), Method::POST | Method::GET | Method::DELETE) {
-        return refuse(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "the MCP endpoint takes POST, GET and DELETE",
-        );
+        let message = "the MCP endpoint takes POST, GET and DELETE";
+        return (refuse(StatusCode::METHOD_NOT_ALLOWED, message), false);
     }
     let client = client_ip(&edge.settings, peer.ip(), request.headers());
-    let route = match edge.directory.route(&group, &environment).await {
+    let route = match edge.directory.route(group, environment).await {
         Ok(route) => route,
         Err(DirectoryError::NotFound { .. }) => {
-            return refuse(StatusCode::NOT_FOUND, "no such MCP endpoint");
+            return (refuse(StatusCode::NOT_FOUND, "no such MCP endpoint"), false);
         }
         Err(DirectoryError::Unavailable(reason)) => {
             tracing::warn!(%reason, %group, %environment, "edge cannot resolve the environment");
-            return refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "routing information is unavailable; retry",
-            );
+            let message = "routing information is unavailable; retry";
+            return (refuse(StatusCode::SERVICE_UNAVAILABLE, message), false);
         }
     };
+    (routed(edge, &route, (group, environment), client, request).await, true)
+}
+
+async fn routed(
+    edge: &Arc<Edge>,
+    route: &Route,
+    (group, environment): (&str, &str),
+    client: IpAddr,
+    request: Request<Body>,
+) -> Response {
     let (parts, body) = request.into_parts();
     let body = match to_bytes(body, edge.settings.max_body_bytes).await {
         Ok(body) => body,
@@ -122,19 +165,19 @@ async fn handle(
     };
     let sealed = parts.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(sealed) = sealed {
-        return follow_session(&edge, &route, client, parts, body, &sealed).await;
+        return follow_session(edge, route, client, parts, body, &sealed).await;
     }
     let stateless = stateless::is_stateless(&parts.headers);
     if stateless {
-        let blocked = edge.directory.blocked(&group, &environment).await;
+        let blocked = edge.directory.blocked(group, environment).await;
         if let Some(message) = stateless::blocked_target(&parts.headers, &blocked) {
             return blocked_answer(&body, &message);
         }
         if let Some(node) = stateless::waiting_on(&body) {
-            return resume_on(&edge, &route, &node, client, parts, body).await;
+            return resume_on(edge, route, &node, client, parts, body).await;
         }
     }
-    place(&edge, &route, (&group, &environment), client, parts, body, stateless).await
+    place(edge, route, (group, environment), client, parts, body, stateless).await
 }
 
 /// A retry answering a question a node asked mid-call goes to that node, which holds the

@@ -62,6 +62,7 @@ async fn node(dir: &Path, zone: &str, ip_allow: &[&str], repo: &str) -> Worker {
 
 struct Setup {
     edge_url: String,
+    metrics: ramen_telemetry::Metrics,
     directory: Arc<StaticDirectory>,
     a: Option<Worker>,
     b: Option<Worker>,
@@ -105,6 +106,8 @@ async fn setup_on(repo: &str, node_rules: &[&str]) -> Setup {
             ..Default::default()
         },
     ));
+    let metrics = ramen_telemetry::Metrics::default();
+    edge.register_metrics(&metrics);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -114,6 +117,7 @@ async fn setup_on(repo: &str, node_rules: &[&str]) -> Setup {
     });
     Setup {
         edge_url: format!("http://{addr}/mcp/g/prod"),
+        metrics,
         directory,
         a: Some(a),
         b: Some(b),
@@ -281,11 +285,17 @@ async fn sse_streams_through_and_bodies_are_capped() {
 }
 
 #[tokio::test]
-async fn unknown_environment_is_404() {
+async fn unknown_environment_is_404_and_requests_are_counted_per_group() {
     let setup = setup(&[]).await;
-    let url = setup.edge_url.replace("/prod", "/staging");
+    let url = setup.edge_url.replace("/g/prod", "/nobody/staging");
     let mut client = Client::new(&url);
     assert_eq!(client.initialize(None).await.status(), 404);
+    let mut known = Client::new(&setup.edge_url);
+    assert_eq!(known.initialize(None).await.status(), 200);
+    let text = setup.metrics.encode();
+    assert!(text.contains("ramen_edge_requests_total{group=\"-\",status=\"404\"} 1"), "{text}");
+    assert!(text.contains("ramen_edge_requests_total{group=\"g\",status=\"200\"}"), "{text}");
+    assert!(!text.contains("nobody"), "an unknown name never becomes a series: {text}");
 }
 
 // -- MCP 2026-07-28: stateless requests ------------------------------------------------------

@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -24,6 +25,20 @@ impl Metrics {
         self.registry.lock().register(name, help, metric);
     }
 
+    /// Registers `metric` as `ramen_<name>` with constant `labels` on every series (a node's
+    /// `group` and `zone`, so a fleet-wide scrape can be summed per group and zone).
+    pub fn register_labelled(
+        &self,
+        labels: &[(&str, &str)],
+        name: &str,
+        help: &str,
+        metric: impl Metric,
+    ) {
+        let labels =
+            labels.iter().map(|(k, v)| (Cow::Owned(k.to_string()), Cow::Owned(v.to_string())));
+        self.registry.lock().sub_registry_with_labels(labels).register(name, help, metric);
+    }
+
     /// The text exposition format served on `/metrics`.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -47,5 +62,20 @@ mod tests {
         counter.inc();
         let text = metrics.encode();
         assert!(text.contains("ramen_restarts_total 1"), "{text}");
+    }
+
+    #[test]
+    fn labelled_metrics_carry_their_constant_labels() {
+        let metrics = Metrics::default();
+        let counter = Counter::<u64>::default();
+        metrics.register_labelled(
+            &[("group", "g"), ("zone", "z")],
+            "calls",
+            "Calls",
+            counter.clone(),
+        );
+        counter.inc();
+        let text = metrics.encode();
+        assert!(text.contains("ramen_calls_total{group=\"g\",zone=\"z\"} 1"), "{text}");
     }
 }

@@ -61,6 +61,7 @@ pub async fn start_with(platform: Platform, settings: Settings) -> Result<Runnin
     let tickets = platform.tickets.clone();
     let edge = mcp_edge::edge(&settings, &platform.config.auth, tickets.clone())
         .map_err(StartError::Config)?;
+    edge.register_metrics(&platform.metrics);
     let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone(), tickets)
         .map_err(StartError::Config)?;
     let app = router(gateway, edge, &platform);

@@ -3,23 +3,58 @@
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use crate::jobs::model::JobState;
+use crate::jobs::model::{JobRecord, JobState};
 
-#[derive(Clone, Default)]
+type Labels = Vec<(String, String)>;
+
+#[derive(Clone)]
 pub struct DeployMetrics {
+    /// Deploy requests by what became of them: `created`, `replayed` (an idempotency key that
+    /// named an existing job) or `refused` (invalid, not allowed, another deploy live).
+    pub created: Family<Labels, Counter>,
     /// Jobs this process runs now (summed over the fleet: jobs in flight).
     pub active: Gauge,
     /// Jobs that reached a terminal state here, by state.
-    pub finished: Family<Vec<(String, String)>, Counter>,
+    pub finished: Family<Labels, Counter>,
+    /// Request to terminal state, by state.
+    pub duration: Family<Labels, Histogram>,
     /// Jobs handed back (drain, retryable failure), by reason.
-    pub handed_back: Family<Vec<(String, String)>, Counter>,
+    pub handed_back: Family<Labels, Counter>,
     /// Lease refreshes or `InProgress` heartbeats that failed.
     pub heartbeat_errors: Counter,
+    /// The work consumer's backlog, polled from the server: not yet delivered, and delivered
+    /// but not acknowledged.
+    pub queue_pending: Gauge,
+    pub queue_ack_pending: Gauge,
+}
+
+impl Default for DeployMetrics {
+    fn default() -> Self {
+        Self {
+            created: Family::default(),
+            active: Gauge::default(),
+            finished: Family::default(),
+            // 1 s .. ~2.3 h
+            duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(1.0, 2.0, 14))
+            }),
+            handed_back: Family::default(),
+            heartbeat_errors: Counter::default(),
+            queue_pending: Gauge::default(),
+            queue_ack_pending: Gauge::default(),
+        }
+    }
 }
 
 impl DeployMetrics {
     pub fn register(&self, metrics: &ramen_telemetry::Metrics) {
+        metrics.register(
+            "deploy_jobs_created",
+            "Deploy requests by outcome: created, replayed (idempotency key), refused",
+            self.created.clone(),
+        );
         metrics.register(
             "deploy_jobs_active",
             "Deploy jobs this deployer runs now",
@@ -31,6 +66,11 @@ impl DeployMetrics {
             self.finished.clone(),
         );
         metrics.register(
+            "deploy_job_duration_seconds",
+            "Deploy jobs from request to finish, by state",
+            self.duration.clone(),
+        );
+        metrics.register(
             "deploy_jobs_handed_back",
             "Deploy jobs checkpointed and handed back, by reason",
             self.handed_back.clone(),
@@ -40,17 +80,34 @@ impl DeployMetrics {
             "Job lease or InProgress heartbeats that failed",
             self.heartbeat_errors.clone(),
         );
+        metrics.register(
+            "deploy_queue_pending",
+            "Deploy work items not yet delivered (JetStream consumer num_pending)",
+            self.queue_pending.clone(),
+        );
+        metrics.register(
+            "deploy_queue_ack_pending",
+            "Deploy work items delivered and not yet acknowledged (num_ack_pending)",
+            self.queue_ack_pending.clone(),
+        );
     }
 
-    pub fn finished(&self, state: JobState) {
-        let state = serde_json::to_value(state)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        self.finished.get_or_create(&vec![("state".to_owned(), state)]).inc();
+    pub fn created(&self, outcome: &str) {
+        self.created.get_or_create(&vec![("outcome".to_owned(), outcome.to_owned())]).inc();
+    }
+
+    pub fn finished(&self, job: &JobRecord, now_ms: i64) {
+        let labels = vec![("state".to_owned(), state_name(job.state))];
+        self.finished.get_or_create(&labels).inc();
+        let seconds = (now_ms - job.created_at_ms).max(0) as f64 / 1000.0;
+        self.duration.get_or_create(&labels).observe(seconds);
     }
 
     pub fn handed_back(&self, reason: &str) {
         self.handed_back.get_or_create(&vec![("reason".to_owned(), reason.to_owned())]).inc();
     }
+}
+
+fn state_name(state: JobState) -> String {
+    serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }

@@ -1,4 +1,5 @@
-//! The node's Prometheus metrics (`ramen_mcp_*`, `ramen_runtime_*`).
+//! The node's Prometheus metrics (`ramen_mcp_*`, `ramen_runtime_*`), labelled with the node's
+//! group and zone.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -34,7 +35,9 @@ pub struct NodeMetrics {
 }
 
 impl NodeMetrics {
-    pub fn register(metrics: &Metrics) -> Self {
+    /// Registers the node's series, each carrying the node's `group` and `zone`.
+    pub fn register(metrics: &Metrics, group: &str, zone: &str) -> Self {
+        let labels = [("group", group), ("zone", zone)];
         let this = Self {
             requests: Family::default(),
             // 50 µs .. ~6.5 s
@@ -47,37 +50,48 @@ impl NodeMetrics {
             blocked_calls: Counter::default(),
             sessions: Gauge::default(),
         };
-        metrics.register(
+        metrics.register_labelled(
+            &labels,
             "mcp_requests",
             "MCP requests by method, package and outcome",
             this.requests.clone(),
         );
-        metrics.register(
+        metrics.register_labelled(
+            &labels,
             "mcp_request_duration_seconds",
             "MCP request duration",
             this.duration.clone(),
         );
-        metrics.register(
+        metrics.register_labelled(
+            &labels,
             "mcp_in_flight",
             "Calls in flight to the Python runtime",
             this.in_flight.clone(),
         );
-        metrics.register(
+        metrics.register_labelled(
+            &labels,
             "runtime_restarts",
             "Restarts of the Python runtime after it died",
             this.runtime_restarts.clone(),
         );
-        metrics.register(
+        metrics.register_labelled(
+            &labels,
             "runtime_relists",
             "Re-lists of the packages after the runtime said a list changed (a tool, a restarted stdio program)",
             this.runtime_relists.clone(),
         );
-        metrics.register(
+        metrics.register_labelled(
+            &labels,
             "mcp_blocked_calls",
             "Calls refused because the tool or package is blocked",
             this.blocked_calls.clone(),
         );
-        metrics.register("mcp_sessions", "Open MCP sessions", this.sessions.clone());
+        metrics.register_labelled(
+            &labels,
+            "mcp_sessions",
+            "Open MCP sessions",
+            this.sessions.clone(),
+        );
         this
     }
 

@@ -76,7 +76,7 @@ impl Worker {
 
         let stop = CancellationToken::new();
         let tasks = TaskCenter::new(&stop);
-        let node_metrics = NodeMetrics::register(&metrics);
+        let node_metrics = NodeMetrics::register(&metrics, &config.group, &config.zone);
         let runtime = Runtime::start(
             RuntimeSpec {
                 python: workdir.python(),

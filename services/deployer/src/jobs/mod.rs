@@ -61,6 +61,31 @@ pub(crate) async fn lease_bucket(deployer: &Jobs) -> Result<Kv, ramen_bus::BusEr
     deployer.leases.get_or_try_init(open).await.cloned()
 }
 
+/// How often the work consumer's backlog is read into `ramen_deploy_queue_*`.
+const BACKLOG_POLL: Duration = Duration::from_secs(10);
+
+/// Polls the work consumer's backlog into the queue gauges (what a KEDA or HPA rule on the
+/// deployer reads). A failed poll keeps the last figures and is retried next period.
+fn spawn_backlog_gauge(jobs: &Arc<Jobs>, platform: &Platform) {
+    let jobs = jobs.clone();
+    platform.tasks.spawn("deploy-queue-backlog", move |stop| async move {
+        let stream = jobs.core.nats.stream.clone();
+        loop {
+            match jobs.core.bus.consumer_backlog(&stream, WORK_DURABLE).await {
+                Ok(backlog) => {
+                    jobs.metrics.queue_pending.set(backlog.pending as i64);
+                    jobs.metrics.queue_ack_pending.set(backlog.ack_pending as i64);
+                }
+                Err(err) => tracing::debug!(%err, "reading the deploy queue backlog failed"),
+            }
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(BACKLOG_POLL) => {}
+            }
+        }
+    });
+}
+
 /// Streams, lease bucket and consumer; then the job worker, the dead-letter mover, the orphan
 /// sweeper and any group deletion left unfinished.
 pub(crate) async fn start_background(
@@ -100,6 +125,7 @@ pub(crate) async fn start_background(
         }
     });
     worker::spawn(jobs, platform, consumer, kv.clone());
+    spawn_backlog_gauge(jobs, platform);
     sweeper::spawn(deployer, platform, kv);
     Ok(())
 }

@@ -22,6 +22,16 @@ impl Jobs {
         ctx: &Caller,
         r: pb::StartDeployRequest,
     ) -> Result<(JobRecord, bool)> {
+        let outcome = self.submit(ctx, r).await;
+        self.metrics.created(match &outcome {
+            Ok((_, false)) => "created",
+            Ok((_, true)) => "replayed",
+            Err(_) => "refused",
+        });
+        outcome
+    }
+
+    async fn submit(&self, ctx: &Caller, r: pb::StartDeployRequest) -> Result<(JobRecord, bool)> {
         validate::dns_label("group", &r.group)?;
         validate::dns_label("environment", &r.environment)?;
         require(ctx, &r.group, Action::Deploy)?;

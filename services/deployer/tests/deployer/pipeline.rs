@@ -140,10 +140,18 @@ async fn a_two_zone_deploy_records_all_five_steps_and_serves_the_tools() {
         (job_id.as_str(), common::JobState::Succeeded, repo.head().as_str())
     );
     let metrics = node.platform.metrics.encode();
-    assert!(
-        metrics.contains("ramen_deploy_jobs_finished_total{state=\"succeeded\"} 1"),
-        "{metrics}"
-    );
+    for series in [
+        "ramen_deploy_jobs_created_total{outcome=\"created\"} 1",
+        "ramen_deploy_jobs_finished_total{state=\"succeeded\"} 1",
+        "ramen_deploy_job_duration_seconds_count{state=\"succeeded\"} 1",
+        "ramen_deploy_jobs_active 0",
+        "ramen_deployer_heartbeat_errors_total 0",
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
+    // Registered; what they read is the consumer's backlog (`Bus::consumer_backlog`, tested
+    // in the bus conformance suite).
+    assert!(metrics.contains("# TYPE ramen_deploy_queue_pending gauge"), "{metrics}");
 }
 
 #[tokio::test]

@@ -43,11 +43,21 @@ impl TestNode {
         reqwest::get(self.admin_url("/readyz")).await.unwrap().status().as_u16()
     }
 
-    /// The value of one sample in `/metrics` (e.g. `ramen_runtime_restarts_total`).
+    /// The value of one sample in `/metrics` (e.g. `ramen_runtime_restarts_total`), named
+    /// without the group and zone every node series carries (which this checks are there).
     pub async fn metric(&self, sample: &str) -> Option<f64> {
         let text = reqwest::get(self.admin_url("/metrics")).await.unwrap().text().await.unwrap();
+        const NODE_LABELS: &str = "group=\"test\",zone=\"local-a\"";
         text.lines()
-            .filter_map(|line| line.strip_prefix(sample)?.strip_prefix(' '))
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| {
+                let (series, value) = line.rsplit_once(' ')?;
+                let bare = series
+                    .replace(&format!("{{{NODE_LABELS}}}"), "")
+                    .replace(&format!(",{NODE_LABELS}"), "")
+                    .replace(&format!("{NODE_LABELS},"), "");
+                (series.contains(NODE_LABELS) && bare == sample).then_some(value)
+            })
             .find_map(|value| value.trim().parse().ok())
     }
 
