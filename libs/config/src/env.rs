@@ -44,7 +44,7 @@ pub(crate) fn provider() -> Env {
         .map(|key| map_key(key))
 }
 
-fn map_key(key: &UncasedStr) -> Uncased<'_> {
+pub(crate) fn map_key(key: &UncasedStr) -> Uncased<'_> {
     let lower = key.as_str().to_ascii_lowercase();
     if lower.contains("__") {
         return lower.replace("__", ".").into();

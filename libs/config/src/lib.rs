@@ -9,6 +9,7 @@ mod env;
 mod error;
 mod kubernetes;
 mod model;
+pub mod reference;
 mod secret;
 mod validate;
 pub use validate::{MIN_JWT_SECRET_BYTES, Requirement, SECRETS_KEY_BYTES, decode_secrets_key};

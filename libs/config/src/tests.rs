@@ -113,3 +113,49 @@ fn secrets_never_print() {
     let dump = format!("{config:?}");
     assert!(!dump.contains("hunter2"));
 }
+
+mod reference_page {
+    use figment::value::UncasedStr;
+
+    use crate::reference;
+
+    const BEGIN: &str = "<!-- config-reference: generated -->\n";
+    const END: &str = "<!-- config-reference: end -->";
+
+    #[test]
+    fn every_key_is_described_and_no_description_is_stale() {
+        let undescribed: Vec<String> = reference::variables()
+            .into_iter()
+            .filter(|v| v.about.is_empty())
+            .map(|v| v.key)
+            .collect();
+        assert!(undescribed.is_empty(), "describe these keys in reference.rs: {undescribed:?}");
+        assert_eq!(
+            reference::stale_descriptions(),
+            Vec::<&str>::new(),
+            "keys no longer in the model"
+        );
+    }
+
+    #[test]
+    fn every_documented_variable_sets_its_key() {
+        for v in reference::variables() {
+            let name = v.env.strip_prefix("RAMEN_").unwrap();
+            let key = crate::env::map_key(UncasedStr::new(name));
+            assert_eq!(key.as_str(), v.key, "{} must set {}", v.env, v.key);
+        }
+    }
+
+    #[test]
+    fn docs_configuration_md_is_the_generated_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md");
+        let page = std::fs::read_to_string(path).unwrap();
+        let start = page.find(BEGIN).expect("the begin marker") + BEGIN.len();
+        let end = page.find(END).expect("the end marker");
+        assert!(
+            page[start..end] == reference::markdown_table(),
+            "docs/configuration.md is out of date: replace the table between its markers with \
+             the output of `cargo run -q -p ramen-config --example config-reference`"
+        );
+    }
+}

