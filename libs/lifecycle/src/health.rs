@@ -124,6 +124,22 @@ async fn metrics_text(State(state): State<AdminState>) -> impl IntoResponse {
     )
 }
 
+/// The accepted connections of `listener` with `TCP_NODELAY` set, for servers that take an
+/// incoming stream (tonic's `serve_with_incoming`, which does not apply its own `tcp_nodelay`
+/// to streams it did not accept). Without it, Nagle holds a response's second small write
+/// (gRPC sends headers, body and trailers apart) until the peer's delayed ACK: ~40 ms per call
+/// on Linux loopback.
+pub fn no_delay(
+    listener: tokio::net::TcpListener,
+) -> impl futures::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use futures::StreamExt;
+    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        })
+    })
+}
+
 /// Binds `addr` (failing fast with the address in the error) and serves `router` until
 /// `stop` is cancelled. Returns the bound address (useful with port 0) and the server task.
 pub async fn serve_http(
@@ -136,6 +152,10 @@ pub async fn serve_http(
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
     let app = router.into_make_service_with_connect_info::<SocketAddr>();
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        // Nagle would hold a response's second small write until the client's delayed ACK.
+        let _ = tcp.set_nodelay(true);
+    });
     let handle = tokio::spawn(async move {
         let served =
             axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;

@@ -7,6 +7,6 @@ mod health;
 mod shutdown;
 mod tasks;
 
-pub use health::{Health, HealthCheck, Startup, admin_router, serve_http};
+pub use health::{Health, HealthCheck, Startup, admin_router, no_delay, serve_http};
 pub use shutdown::{Shutdown, listen_for_signals};
 pub use tasks::{TaskCenter, TaskError};

@@ -20,7 +20,7 @@ pub async fn serve_grpc(
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming = ramen_lifecycle::no_delay(listener);
     let verify = move |request: tonic::Request<()>| verify_caller(&tickets, request);
     let server = tonic::transport::Server::builder()
         .trace_fn(|request| {

@@ -265,7 +265,7 @@ async fn serve_grpc(
         WorkerError::Listen(std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))
     })?;
     let bound = listener.local_addr().map_err(WorkerError::Listen)?;
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let incoming = ramen_lifecycle::no_delay(listener);
     let server = tonic::transport::Server::builder()
         .trace_fn(|request| {
             let span = tracing::info_span!("grpc", path = %request.uri().path());
