@@ -95,6 +95,8 @@ def main() -> int:
     parser.add_argument("--deployed", type=int, default=20)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--ramen", type=Path)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time each REST read behind the group page")
     args = parser.parse_args()
     ramen = args.ramen
     if ramen is None:
@@ -131,6 +133,17 @@ def main() -> int:
         for path, name in [("/dashboard", "Dashboard"), ("/groups/team-00", "Group page"), ("/environments", "Environments")]:
             p50, p95, top = measure(member, path, args.requests)
             print(f"| {name} `{path}` | member of one group | {p50:.1f} | {p95:.1f} | {top:.1f} |", flush=True)
+        if args.breakdown:
+            g = "/api/groups/team-00"
+            reads = [g, f"{g}/environments?page_size=1000", f"{g}/jobs?page_size=15",
+                     f"{g}/zones?page_size=1000", "/api/zones?page_size=1000", f"{g}/keys?page_size=1000",
+                     f"{g}/secrets?page_size=1000", f"{g}/members?page_size=1000", f"{g}/service-account",
+                     "/api/load?group=team-00&page_size=1000",
+                     f"{g}/zones/zone-a/workers?page_size=1000", f"{g}/zones/zone-a/packages?page_size=1000"]
+            print(f"\n| REST read behind the group page | p50 ms | p95 ms | max ms |\n|---|---|---|---|")
+            for path in reads:
+                p50, p95, top = measure(admin, path, args.requests)
+                print(f"| `{path}` | {p50:.1f} | {p95:.1f} | {top:.1f} |", flush=True)
     finally:
         cluster.stop()
         subprocess.run(["rm", "-rf", str(work)], check=False)

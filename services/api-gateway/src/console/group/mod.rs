@@ -65,21 +65,12 @@ async fn read(console: &Console, viewer: &Viewer, name: &str) -> Result<Data, Fa
     let api = &console.api;
     let ctx = &viewer.ctx;
     let g = format!("/api/groups/{}", enc(name));
-    let (group, envs, jobs, placements, zones, keys, secrets, members, service_account, load) = tokio::join!(
-        api.get::<Group>(ctx, &g),
-        api.get::<Page<Environment>>(ctx, format!("{g}/environments?page_size=1000")),
-        api.get::<Page<Job>>(ctx, format!("{g}/jobs?page_size=15")),
-        api.get::<Page<Placement>>(ctx, format!("{g}/zones?page_size=1000")),
-        api.get::<Page<ZoneSummary>>(ctx, "/api/zones?page_size=1000"),
-        api.get::<Page<Key>>(ctx, format!("{g}/keys?page_size=1000")),
-        api.get::<Page<Secret>>(ctx, format!("{g}/secrets?page_size=1000")),
-        api.get::<Page<Membership>>(ctx, format!("{g}/members?page_size=1000")),
-        api.get::<ServiceAccount>(ctx, format!("{g}/service-account")),
-        api.get::<Page<LoadCell>>(ctx, format!("/api/load?group={}&page_size=1000", enc(name))),
-    );
-    let group = group?;
-    let zone_reads =
-        placements.as_ref().map(|p| p.items.as_slice()).unwrap_or_default().iter().map(|p| {
+    // The per-zone reads need the placements, not the rest: they run as soon as the
+    // placements are in, beside the other reads, so the page waits for the slowest chain.
+    let placed = async {
+        let placements = api.get::<Page<Placement>>(ctx, format!("{g}/zones?page_size=1000")).await;
+        let zones = placements.as_ref().map(|p| p.items.as_slice()).unwrap_or_default();
+        let zone_reads = zones.iter().map(|p| {
             let z = format!("{g}/zones/{}", enc(&p.zone));
             async move {
                 tokio::join!(
@@ -88,11 +79,37 @@ async fn read(console: &Console, viewer: &Viewer, name: &str) -> Result<Data, Fa
                 )
             }
         });
-    let per_zone = join_all(zone_reads)
-        .await
-        .into_iter()
-        .map(|(workers, packages)| ZoneReads { workers, packages })
-        .collect();
+        let per_zone: Vec<ZoneReads> = join_all(zone_reads)
+            .await
+            .into_iter()
+            .map(|(workers, packages)| ZoneReads { workers, packages })
+            .collect();
+        (placements, per_zone)
+    };
+    let (
+        group,
+        envs,
+        jobs,
+        (placements, per_zone),
+        zones,
+        keys,
+        secrets,
+        members,
+        service_account,
+        load,
+    ) = tokio::join!(
+        api.get::<Group>(ctx, &g),
+        api.get::<Page<Environment>>(ctx, format!("{g}/environments?page_size=1000")),
+        api.get::<Page<Job>>(ctx, format!("{g}/jobs?page_size=15")),
+        placed,
+        api.get::<Page<ZoneSummary>>(ctx, "/api/zones?page_size=1000"),
+        api.get::<Page<Key>>(ctx, format!("{g}/keys?page_size=1000")),
+        api.get::<Page<Secret>>(ctx, format!("{g}/secrets?page_size=1000")),
+        api.get::<Page<Membership>>(ctx, format!("{g}/members?page_size=1000")),
+        api.get::<ServiceAccount>(ctx, format!("{g}/service-account")),
+        api.get::<Page<LoadCell>>(ctx, format!("/api/load?group={}&page_size=1000", enc(name))),
+    );
+    let group = group?;
     Ok(Data {
         group,
         envs,
