@@ -170,13 +170,17 @@ class Cluster:
         self.spawn("ramen", [str(self.ramen), "up"], env)
         self.wait_ready("ramen")
 
-    def restart_up(self) -> None:
-        """Stops `ramen up` (SIGTERM, as Ctrl-C) and starts it again on the same data dir."""
+    def stop_up(self) -> None:
+        """Stops `ramen up` as Ctrl-C does (SIGTERM): it exits 0 and its workers with it."""
         proc = self.procs["ramen"]
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
         check(proc.returncode == 0, "ramen up to exit 0 on SIGTERM", proc.returncode)
         eventually("its workers stopped with it", 30, lambda: self.worker_pids() == [])
+
+    def restart_up(self) -> None:
+        """Stops `ramen up` and starts it again on the same data dir."""
+        self.stop_up()
         self.start_up()
 
     # -- topology split ---------------------------------------------------------------------
@@ -624,11 +628,7 @@ def migration(cluster: Cluster) -> None:
     tools = mcp(url, plaintext, tool_names)
 
     step("stop ramen up; migrate its data dir to S3 and the services' store")
-    proc = cluster.procs["ramen"]
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=60)
-    check(proc.returncode == 0, "ramen up to exit 0 on SIGTERM", proc.returncode)
-    eventually("its workers stopped with it", 30, lambda: cluster.worker_pids() == [])
+    cluster.stop_up()
     cluster.start_backing()
     data = cluster.work / "data"
     target = cluster.work / "migrated"

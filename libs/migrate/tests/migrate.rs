@@ -2,7 +2,7 @@
 //! blob directory) into an embedded target always, into S3 on a real `moto_server`, and into
 //! MongoDB when `RAMEN_TEST_MONGO_URI` is set.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -46,6 +46,22 @@ async fn seed(data_dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A seeded data dir `up` and an empty directory `cloud` for a target, in one temp dir.
+async fn seeded() -> anyhow::Result<(tempfile::TempDir, PathBuf, PathBuf)> {
+    let dir = tempfile::tempdir()?;
+    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
+    seed(&data).await?;
+    Ok((dir, data, out))
+}
+
+/// [`seeded`], opened: the source and an empty embedded target.
+async fn seeded_with_embedded_target() -> anyhow::Result<(tempfile::TempDir, Source, Target)> {
+    let (dir, data, out) = seeded().await?;
+    let source = Source::open(&data).await?;
+    let target = embedded_target(&out).await?;
+    Ok((dir, source, target))
+}
+
 fn embedded_target(dir: &Path) -> impl std::future::Future<Output = anyhow::Result<Target>> {
     let dir = dir.to_owned();
     async move {
@@ -87,11 +103,7 @@ fn sealer() -> Sealer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_everything_and_a_second_run_writes_nothing() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
-    let source = Source::open(&data).await?;
-    let target = embedded_target(&out).await?;
+    let (_dir, source, target) = seeded_with_embedded_target().await?;
     let seen = Mutex::new(Vec::new());
     let record = |p: Progress| seen.lock().unwrap().push(p);
     let report = migrate(&source, &target, &sealer(), &Options::default(), &record).await?;
@@ -142,11 +154,7 @@ async fn copies_everything_and_a_second_run_writes_nothing() -> anyhow::Result<(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dry_run_reports_and_writes_nothing() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
-    let source = Source::open(&data).await?;
-    let target = embedded_target(&out).await?;
+    let (_dir, source, target) = seeded_with_embedded_target().await?;
     let dry = Options { dry_run: true, ..Options::default() };
     let report = migrate(&source, &target, &sealer(), &dry, &quiet).await?;
     assert_eq!(
@@ -161,9 +169,7 @@ async fn a_dry_run_reports_and_writes_nothing() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_secrets_key_stops_it_before_anything_is_written() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
+    let (_dir, data, out) = seeded().await?;
     // The key `ramen up` generated, where it keeps it.
     std::fs::create_dir_all(data.join("keys"))?;
     std::fs::write(data.join("keys/secrets.key"), base64_of(&KEY))?;
@@ -188,9 +194,7 @@ async fn a_wrong_secrets_key_stops_it_before_anything_is_written() -> anyhow::Re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unfinished_deploy_job_stops_it_before_anything_is_written() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
+    let (_dir, data, out) = seeded().await?;
     let source = Source::open(&data).await?;
     let job = |state: &str| json!({"group": "g", "environment": "prod", "state": state});
     source.store().put("deployer_deploy_jobs", "j1", &job("succeeded")).await?;
@@ -212,11 +216,7 @@ async fn an_unfinished_deploy_job_stops_it_before_anything_is_written() -> anyho
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_run_resumes_with_what_is_missing_or_stale() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
-    let source = Source::open(&data).await?;
-    let target = embedded_target(&out).await?;
+    let (_dir, source, target) = seeded_with_embedded_target().await?;
     // What a run that stopped part-way leaves: some objects, some documents, one stale.
     target.blob().put("groups/g/snapshots/abc.tar.gz", Bytes::from_static(b"snapshot-abc")).await?;
     for i in 0..10 {
@@ -243,11 +243,7 @@ async fn an_interrupted_run_resumes_with_what_is_missing_or_stale() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_with_its_own_conflicting_data_is_named() -> anyhow::Result<()> {
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
-    let source = Source::open(&data).await?;
-    let target = embedded_target(&out).await?;
+    let (_dir, source, target) = seeded_with_embedded_target().await?;
     // A cloud stack started on the target first: auth created its own admin.
     target
         .store()
@@ -312,9 +308,7 @@ async fn blobs_go_to_s3() -> anyhow::Result<()> {
     });
     let s3 = S3Store::connect(settings).await?;
     s3.ensure_bucket().await?;
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
+    let (_dir, data, out) = seeded().await?;
     let source = Source::open(&data).await?;
     let target =
         Target::new(Arc::new(EmbeddedStore::open(out.join("store")).await?), Arc::new(s3), "S3");
@@ -338,9 +332,7 @@ async fn documents_go_to_mongodb_when_one_is_given() -> anyhow::Result<()> {
     }
     let db = format!("ramen_migrate_{}", std::process::id());
     let mongo = ramen_store::open(&StoreConfig::Mongo { uri, db }).await?;
-    let dir = tempfile::tempdir()?;
-    let (data, out) = (dir.path().join("up"), dir.path().join("cloud"));
-    seed(&data).await?;
+    let (_dir, data, out) = seeded().await?;
     let source = Source::open(&data).await?;
     let target =
         Target::new(mongo.clone(), Arc::new(LocalDirStore::open(out.join("blobs"))?), "MongoDB");

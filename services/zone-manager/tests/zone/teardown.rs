@@ -161,8 +161,11 @@ async fn group_and_zone_deletion_tear_down_every_placement() {
     // trigger (the deployer's saga calls it; `GroupDeleted` on the bus is for other readers).
     let all = pb::TeardownRequest { group: "gone".into(), zone: String::new() };
     assert_eq!(h.client.teardown(all).await.unwrap().into_inner().placements.len(), 2);
+    // Both first: what is left is checked group-wide, and the two finish in either order.
     for zone in ["local-a", "local-b"] {
         wait_done(&h, "gone", zone).await;
+    }
+    for zone in ["local-a", "local-b"] {
         assert_nothing_left(&mut h, "gone", zone).await;
     }
     assert_eq!(
