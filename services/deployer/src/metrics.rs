@@ -16,7 +16,8 @@ pub struct DeployMetrics {
     pub created: Family<Labels, Counter>,
     /// Jobs this process runs now (summed over the fleet: jobs in flight).
     pub active: Gauge,
-    /// Jobs that reached a terminal state here, by state.
+    /// Jobs that reached a terminal state here (run to the end, cancelled, swept, dead-lettered),
+    /// by state.
     pub finished: Family<Labels, Counter>,
     /// Request to terminal state, by state.
     pub duration: Family<Labels, Histogram>,

@@ -156,7 +156,10 @@ impl Jobs {
     }
 
     /// The environment row's last deploy and `DeployFinished`, after a terminal write.
+    /// Every terminal write comes here (the worker, cancel, the sweeper, the DLQ), so this is
+    /// also where the finished-jobs series count.
     pub(crate) async fn announce_finished(&self, job: &JobRecord) {
+        self.metrics.finished(job, crate::model::now_ms());
         let last = LastDeploy {
             job_id: job.id.clone(),
             outcome: job.state,

@@ -164,7 +164,6 @@ async fn settle(
     match stopped {
         Stopped::Done(state, error) => {
             let job = deployer.finish_job(job_id, claim, state, error).await?;
-            deployer.metrics.finished(&job, crate::model::now_ms());
             tracing::info!(job = %job_id, state = ?job.state, "deploy job finished");
             delivery.ack().await?;
             if job.state == JobState::Succeeded {

@@ -180,6 +180,9 @@ async fn cancel_wins_over_a_resumable_failure_and_stops_a_running_job() {
         .into_inner();
     assert_eq!(cancelled.state(), JobState::Cancelled);
     assert!(cancelled.error.contains("wrong ref"), "{}", cancelled.error);
+    let metrics = node.platform.metrics.encode();
+    let counted = "ramen_deploy_jobs_finished_total{state=\"cancelled\"} 1";
+    assert!(metrics.contains(counted), "a job cancelled while nobody ran it counts: {metrics}");
     world.start_zone_manager().await;
     let again =
         client.clone().cancel_job(as_actor(&world.admin, cancel)).await.unwrap().into_inner();
