@@ -13,8 +13,8 @@
 //! - **The source is only read**, and only while nothing else has it open: the embedded store
 //!   is locked by the `ramen up` that runs on it, which the migration refuses.
 //!
-//! The bus (NATS) holds no state to carry over: queued work and leases are rebuilt by the
-//! services from the store when they start.
+//! The bus (NATS) is not copied: the new stack starts with an empty one. A deploy job that is
+//! not finished has its work item there, so the migration refuses while one is open.
 
 mod copy;
 mod error;
@@ -125,7 +125,7 @@ pub async fn migrate(
     refuse_unfinished_jobs(source).await?;
     let scan = scan_sealed(source.store.as_ref()).await?;
     scan.check(sealer, source.key_file().as_deref())?;
-    progress(Progress::KeyChecked { sealed: scan.sealed });
+    progress(Progress::KeyChecked { sealed: scan.sealed() });
     let concurrency = options.concurrency.max(1);
     let blobs = copy::blobs(
         source.blob.as_ref(),
@@ -149,7 +149,7 @@ pub async fn migrate(
         collections.push((name, tally));
     }
     let redeploy = local_placements(source).await?;
-    Ok(Report { sealed: scan.sealed, blobs, collections, redeploy })
+    Ok(Report { sealed: scan.sealed(), blobs, collections, redeploy })
 }
 
 /// Deploy jobs (the deployer's `deployer_deploy_jobs`) that are not finished. Their work item

@@ -10,7 +10,6 @@ use crate::MigrateError;
 /// The sealed values found in a store, and those whose key the checking sealer did not know.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SealedScan {
-    pub sealed: u64,
     /// `(collection/id, key id)` of every sealed value, in store order.
     found: Vec<(String, String)>,
 }
@@ -34,7 +33,6 @@ pub async fn scan_sealed(store: &dyn DocumentStore) -> Result<SealedScan, Migrat
             let mut keys = Vec::new();
             sealed_keys(&stored.doc, &mut keys);
             for key in keys {
-                scan.sealed += 1;
                 scan.found.push((format!("{coll}/{}", stored.id), key));
             }
         }
@@ -43,6 +41,11 @@ pub async fn scan_sealed(store: &dyn DocumentStore) -> Result<SealedScan, Migrat
 }
 
 impl SealedScan {
+    /// How many sealed values the store holds.
+    pub fn sealed(&self) -> u64 {
+        self.found.len() as u64
+    }
+
     /// Fails unless `sealer` opens every sealed value, with a hint naming the data dir's key
     /// file when that is the key that would.
     pub fn check(&self, sealer: &Sealer, key_file: Option<&Path>) -> Result<(), MigrateError> {

@@ -49,7 +49,12 @@ impl Source {
 
     /// Where `ramen up` keeps the secrets key it generated when `RAMEN_SECRETS_KEY` was unset.
     pub fn key_file(&self) -> Option<PathBuf> {
-        let file = self.data_dir.join("keys").join("secrets.key");
+        Self::key_file_in(&self.data_dir)
+    }
+
+    /// [`key_file`](Self::key_file) of a data dir not opened (yet).
+    pub fn key_file_in(data_dir: &Path) -> Option<PathBuf> {
+        let file = data_dir.join("keys").join("secrets.key");
         file.is_file().then_some(file)
     }
 

@@ -78,7 +78,7 @@ fn target_config(args: &ToCloud) -> Result<(Config, PathBuf), String> {
         }
     };
     if key.trim().is_empty() {
-        let key_file = Some(data_dir.join("keys").join("secrets.key")).filter(|f| f.is_file());
+        let key_file = Source::key_file_in(&data_dir);
         return Err(MigrateError::SecretsKeyUnset { key_file }.to_string());
     }
     let config =
