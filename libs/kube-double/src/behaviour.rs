@@ -8,6 +8,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+pub use crate::kubelet::LocalImage;
+
 /// What the simulated scheduler and kubelet make of a pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodBehaviour {
@@ -21,6 +23,9 @@ pub enum PodBehaviour {
     /// Scheduled and started, but every run exits with `exit_code` after printing
     /// `log_lines`: waiting `CrashLoopBackOff`, `restartCount` growing each second.
     CrashLoopBackOff { exit_code: i32, log_lines: Vec<String> },
+    /// Run for real by the kubelet double: the pod's container is a local process of this
+    /// image (see [`LocalImage`] and the `kubelet` module for what it serves).
+    Run(LocalImage),
 }
 
 impl PodBehaviour {

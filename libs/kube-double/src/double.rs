@@ -33,6 +33,8 @@ pub enum DoubleError {
     Client(String),
     #[error("no served resource is {api_version} {kind}")]
     UnknownKind { api_version: String, kind: String },
+    #[error("creating the kubelet's pod sandboxes: {0}")]
+    Sandbox(#[source] std::io::Error),
     #[error(transparent)]
     Api(#[from] ApiError),
 }
@@ -82,7 +84,8 @@ impl KubeDouble {
                 tracing::warn!(%err, "the kube double's HTTP server stopped");
             }
         });
-        spawn_controllers(&tasks, &cluster);
+        let kubelet = crate::kubelet::Kubelet::new().map_err(DoubleError::Sandbox)?;
+        spawn_controllers(&tasks, &cluster, kubelet);
         Ok(Self { shared, cluster, tasks, root, url: format!("http://{address}") })
     }
 
@@ -240,7 +243,7 @@ impl Drop for KubeDouble {
     }
 }
 
-fn spawn_controllers(tasks: &TaskCenter, cluster: &Arc<Cluster>) {
+fn spawn_controllers(tasks: &TaskCenter, cluster: &Arc<Cluster>, kubelet: crate::kubelet::Kubelet) {
     let c = cluster.clone();
     tasks.spawn("kube-double-deployment-controller", move |token| async move {
         let progress = Arc::new(Mutex::new(controllers::deployment::Progress::default()));
@@ -254,6 +257,14 @@ fn spawn_controllers(tasks: &TaskCenter, cluster: &Arc<Cluster>) {
     tasks.spawn("kube-double-pod-simulator", move |token| {
         controllers::run_loop(c, token, |cluster| async move {
             controllers::pods::reconcile_all(&cluster)
+        })
+    });
+    let c = cluster.clone();
+    let kubelet = Arc::new(tokio::sync::Mutex::new(kubelet));
+    tasks.spawn("kube-double-kubelet", move |token| {
+        controllers::run_loop(c, token, move |cluster| {
+            let kubelet = kubelet.clone();
+            async move { crate::kubelet::reconcile_all(&cluster, &mut *kubelet.lock().await).await }
         })
     });
     let c = cluster.clone();

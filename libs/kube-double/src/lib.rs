@@ -25,8 +25,10 @@
 //! # Simulated controllers
 //! The deployment controller (with ReplicaSets), a scheduler/kubelet for simulated pods
 //! whose behaviour the test picks ([`PodBehaviour`]), the HPA controller (clamping only),
-//! the namespace controller and the garbage collector. Pods are simulated only: no process
-//! runs behind a pod IP.
+//! the namespace controller and the garbage collector. Pods are simulated, unless their
+//! behaviour is [`PodBehaviour::Run`]: then the kubelet double runs the container as a local
+//! process behind the pod's own loopback IP (`kubelet.rs` says how volumes, paths, probes,
+//! restarts and deletion work there).
 //!
 //! # Where the double simplifies
 //! - **No schema**: bodies are stored as sent plus the defaults a client is likely to read
@@ -62,6 +64,7 @@ mod double;
 mod errors;
 mod faults;
 mod kubeconfig;
+mod kubelet;
 mod logs;
 mod patch;
 mod resources;
@@ -69,7 +72,7 @@ mod selectors;
 mod server;
 mod store;
 
-pub use behaviour::PodBehaviour;
+pub use behaviour::{LocalImage, PodBehaviour};
 pub use double::{DoubleError, HOLD_FINALIZER, KubeDouble};
 pub use errors::ApiError;
 pub use faults::{RecordedRequest, RequestMatch};

@@ -33,6 +33,13 @@ impl Logs {
         self.logs.lock().insert(key(ns, pod, container), log);
     }
 
+    /// A container starting again: its current log becomes the previous instance's.
+    pub fn rotate(&self, ns: &str, pod: &str, container: &str) {
+        let mut logs = self.logs.lock();
+        let log = logs.entry(key(ns, pod, container)).or_default();
+        log.previous = Some(std::mem::take(&mut log.current));
+    }
+
     /// The lines of the current (or previous) instance; `None` when there was no previous one.
     pub fn read(
         &self,

@@ -5,6 +5,7 @@ mod kube_double {
     mod crud;
     mod deployments;
     mod faults;
+    mod kubelet;
     mod namespaces;
     mod pods;
     mod watch;

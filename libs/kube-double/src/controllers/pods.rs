@@ -1,4 +1,4 @@
-//! The simulated scheduler and kubelet: each pod not run by the kubelet double gets the
+//! The simulated scheduler and kubelet: each pod not run by the kubelet double (`kubelet.rs`) gets the
 //! status its [`PodBehaviour`] describes (scheduling, IP, phase, conditions, container
 //! statuses, restart counts, logs, events), and pods being deleted are removed.
 
@@ -23,6 +23,9 @@ pub(crate) fn reconcile_all(cluster: &Cluster) {
         let ns = meta::namespace(&pod);
         let deployment = deployment::deployment_of_pod(cluster, &pod);
         let assigned = cluster.behaviours.lock().assign(meta::uid(&pod), ns, deployment.as_deref());
+        if matches!(assigned.behaviour, PodBehaviour::Run(_)) {
+            continue; // the kubelet double's
+        }
         if meta::is_terminating(&pod) {
             cluster.store.finish_pod_deletion(ns, meta::name(&pod));
             cluster.logs.forget_pod(ns, meta::name(&pod));
