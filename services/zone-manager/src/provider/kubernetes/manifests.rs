@@ -479,6 +479,8 @@ pub fn builder_pod(
                 image_pull_policy: Some(settings.kubernetes.image_pull_policy.clone()),
                 command: Some(command),
                 env: Some(vec![
+                    // The pod's own scratch volume (the spec's `workdir` is the image's path).
+                    env(ramen_node_contract::WORKDIR_VAR, &format!("{DATA_DIR}/build")),
                     env("HOME", DATA_DIR),
                     env("TMPDIR", "/tmp"),
                     env("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
