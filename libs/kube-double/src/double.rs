@@ -47,6 +47,7 @@ pub struct KubeDouble {
     tasks: TaskCenter,
     root: CancellationToken,
     url: String,
+    sandboxes: std::path::PathBuf,
 }
 
 impl KubeDouble {
@@ -85,8 +86,15 @@ impl KubeDouble {
             }
         });
         let kubelet = crate::kubelet::Kubelet::new().map_err(DoubleError::Sandbox)?;
+        let sandboxes = kubelet.root().to_owned();
         spawn_controllers(&tasks, &cluster, kubelet);
-        Ok(Self { shared, cluster, tasks, root, url: format!("http://{address}") })
+        Ok(Self { shared, cluster, tasks, root, url: format!("http://{address}"), sandboxes })
+    }
+
+    /// Where the kubelet double keeps the sandboxes of the pods it runs (their volumes): every
+    /// process it started names a path under it on its command line.
+    pub fn kubelet_dir(&self) -> &Path {
+        &self.sandboxes
     }
 
     /// `http://127.0.0.1:PORT`.

@@ -81,6 +81,10 @@ pub(crate) struct Kubelet {
 }
 
 impl Kubelet {
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
     pub fn new() -> std::io::Result<Self> {
         Ok(Self {
             pods: HashMap::new(),

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ramen_access::{Caller, Grants};
-use ramen_blob::{BlobStore, LocalDirStore};
 use ramen_clients::{AuthClient, Signed};
 use ramen_config::Config;
 use ramen_lifecycle::Shutdown;
@@ -156,8 +155,9 @@ impl Harness {
         let archive = ramen_node_contract::archive::pack_dir(&repo_root().join(repo)).unwrap();
         let digest = hex::encode(Sha256::digest(&archive));
         let location = format!("groups/{group}/snapshots/{commit}.tar.gz");
-        let blob = LocalDirStore::open(self.data_dir.join("blobs")).unwrap();
-        blob.put(&location, archive.into()).await.unwrap();
+        // The platform's own blob store: the data dir's, or S3 when configured (a real cluster's
+        // pods fetch from there).
+        self.platform.blob.put(&location, archive.into()).await.unwrap();
         common::Snapshot {
             commit: commit.into(),
             location,
