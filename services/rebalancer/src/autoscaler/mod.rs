@@ -1,7 +1,8 @@
 //! The autoscaler: keeps each placement's stable workers between its count and twice the count
-//! from the measured load ([`hysteresis`]), through the zone-manager's `ScaleTrack` (local
-//! processes now; the Kubernetes provider maps the same bounds to an HPA). Only the scheduler
-//! leader runs it; each step is audited as `placement.autoscale` by actor `scheduler` (the
+//! from the measured load ([`hysteresis`]), through the zone-manager's `ScaleTrack`. That is for
+//! local zones: on a Kubernetes zone the stable track's HPA has the same bounds and owns the
+//! Deployment's replicas, so the autoscaler leaves those cells alone (two controllers on one
+//! replica count would undo each other's steps). Only the scheduler leader runs it; each step is audited as `placement.autoscale` by actor `scheduler` (the
 //! zone-manager audits the `ScaleTrack` it receives too).
 
 pub mod hysteresis;
@@ -75,7 +76,7 @@ impl Autoscaler {
             let State { tracks, busy } = &mut *state;
             tracks.retain(|key, _| snapshot.cells.contains_key(key));
             for (key, cell) in &snapshot.cells {
-                if cell.min_workers == 0 || busy.contains(key) {
+                if cell.min_workers == 0 || cell.cluster_autoscaled || busy.contains(key) {
                     continue;
                 }
                 let track = tracks.entry(key.clone()).or_default();

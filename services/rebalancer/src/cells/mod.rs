@@ -43,6 +43,10 @@ pub struct CellView {
     pub desired_workers: u32,
     /// Ready stable workers as the zone-manager counts them (0 when unknown).
     pub stable_workers: u32,
+    /// The zone's cluster scales the stable track itself (a Kubernetes zone's HPA, between the
+    /// same bounds): ramen's autoscaler leaves it alone, so two controllers never fight over
+    /// one replica count.
+    pub cluster_autoscaled: bool,
 }
 
 /// Every cell at one instant, sorted by (group, zone).
@@ -187,6 +191,8 @@ fn view(
     let (min, max, workers) =
         placement.map(|p| (p.worker_count, p.max_workers, p.stable_workers)).unwrap_or_default();
     let utilization = if sums.cap == 0 { 0.0 } else { sums.in_flight as f64 / sums.cap as f64 };
+    let cluster_autoscaled =
+        catalog.zones.get(zone).is_some_and(|z| z.provider != crate::model::Provider::Local);
     CellView {
         group: group.to_owned(),
         zone: zone.to_owned(),
@@ -206,6 +212,7 @@ fn view(
             workers.clamp(min, max.max(min))
         }),
         stable_workers: workers,
+        cluster_autoscaled,
     }
 }
 

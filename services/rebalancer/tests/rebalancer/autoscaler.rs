@@ -7,7 +7,9 @@ use std::time::Duration;
 use ramen_proto::rebalancer::v1 as pb;
 use ramen_testkit::eventually;
 
-use crate::support::{Harness, node};
+use ramen_rebalancer::model::Provider;
+
+use crate::support::{Harness, StaticZones, node};
 
 #[tokio::test]
 async fn scales_up_after_sustained_high_and_back_down_after_sustained_low() {
@@ -80,4 +82,42 @@ async fn scales_up_after_sustained_high_and_back_down_after_sustained_low() {
         steps.iter().rev().map(|e| (e.details["from"].clone(), e.details["to"].clone())).collect();
     assert_eq!(moves, vec![("1".into(), "2".into()), ("2".into(), "1".into())], "{steps:?}");
     assert!(steps.iter().all(|e| e.outcome() == ramen_proto::common::v1::AuditOutcome::Success));
+}
+
+/// A Kubernetes zone's HPA owns its stable replicas (same bounds): under the same sustained
+/// load, the autoscaler scales the local zone and never the cloud one.
+#[tokio::test]
+async fn cloud_zones_are_left_to_their_cluster_autoscaler() {
+    let zones = StaticZones::with(
+        &[("local-z", Provider::Local, ""), ("gke-z", Provider::Gcp, "us-central1-a")],
+        "team",
+    );
+    let h = Harness::start(zones.clone(), |config, _| {
+        config.rebalancer.scale_up_after = Duration::from_secs(1);
+    })
+    .await;
+    let busy: Vec<_> = ["local-z", "gke-z"]
+        .iter()
+        .flat_map(|zone| (0..4).map(move |n| node("team", zone, &format!("{zone}-{n}"), 63, 64)))
+        .collect();
+    let _reporting = h.keep_reporting(busy);
+    eventually("the local zone is scaled up", Duration::from_secs(60), || async {
+        let scaled = zones.scaled.lock().clone();
+        if scaled.iter().any(|(_, zone, to)| zone == "local-z" && *to == 2) {
+            Ok(())
+        } else {
+            Err(scaled)
+        }
+    })
+    .await;
+    // Both cells were high for the same windows; a few more pass with no step on the cloud one.
+    let audit = eventually("the local step is audited", Duration::from_secs(30), || async {
+        let steps = h.audit("scheduler", "placement.autoscale").await;
+        if steps.is_empty() { Err("no step yet".to_owned()) } else { Ok(steps) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let scaled = zones.scaled.lock().clone();
+    assert!(scaled.iter().all(|(_, zone, _)| zone == "local-z"), "{scaled:?}");
+    assert!(audit.iter().all(|e| e.target.contains("local-z")), "{audit:?}");
 }

@@ -68,9 +68,10 @@ pub(super) async fn run(
         (Some(spec), false) => spec.restarted_at.clone(),
         _ => crate::model::now_ms().to_string(),
     };
+    let replicas = replicas_for(plan.track, plan.replicas, current.as_ref());
     let spec = TrackSpec {
         track: plan.track,
-        replicas: Some(plan.replicas),
+        replicas: Some(replicas),
         size: record.size,
         config_secret: secret,
         commit: template.commit().to_owned(),
@@ -104,7 +105,7 @@ pub(super) async fn run(
                     namespace = placement.target.namespace,
                     "not ready on the new template; putting the track back on the one it ran"
                 );
-                let back = TrackSpec { replicas: Some(plan.replicas), ..previous };
+                let back = TrackSpec { replicas: Some(replicas), ..previous };
                 apply(
                     &deployments,
                     &manifests::deployment(&placement.target, &back, placement.settings),
@@ -121,6 +122,17 @@ pub(super) async fn run(
         running_template.as_ref().map_or(String::new(), |t| t.commit().to_owned())
     };
     report(placement, record, &plan, not_ready, commit).await
+}
+
+/// The replicas a rollout applies. A stable track's HPA moves them between the count and twice
+/// it by load; a rollout (a deploy's restart, a new count) keeps what the HPA chose within the
+/// new bounds instead of dropping a busy zone back to its floor mid-deploy.
+fn replicas_for(track: TrackKind, count: u32, current: Option<&Deployment>) -> u32 {
+    let scaled = current.and_then(|d| d.spec.as_ref()?.replicas).map(|r| r.max(0) as u32);
+    match (track, scaled) {
+        (TrackKind::Worker, Some(scaled)) if count > 0 => scaled.clamp(count, 2 * count),
+        _ => count,
+    }
 }
 
 /// The template fields of a Deployment ramen rendered.
