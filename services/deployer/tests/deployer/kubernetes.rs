@@ -5,7 +5,8 @@
 //! - a deploy that goes through (pods run for real by the double's kubelet, the worker image
 //!   played by `ramen-runner`): the builder pod builds the environment, the canary's node
 //!   loads the snapshot from the blob store and passes the smoke `tools/list`, stable rolls,
-//!   and an MCP key of the group is served by the stable pod.
+//!   and an MCP key of the group is served by the stable pod; a second deploy and a rollback
+//!   (the older commit deployed again) roll the pods in place.
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use ramen_proto::zone::v1 as zpb;
 use ramen_testkit::workers::{python, runner_binary, site_packages};
 use ramen_zone_manager::provider::kubernetes::manifests::WORKER_COMMAND;
 
-use crate::repo::Repo;
+use crate::repo::{Repo, extra_tool};
 use crate::setup::start;
 use crate::support::{MINUTE, World, as_actor, client, fast, job_when, step, summary, terminal};
 
@@ -140,7 +141,43 @@ async fn a_deploy_to_a_kubernetes_zone_builds_in_a_pod_passes_smoke_and_serves_f
         assert_eq!(commit, &serde_json::json!(repo.head()), "{track} runs the deployed commit");
         assert_eq!(deployment["status"]["readyReplicas"], 1, "{track}: {}", deployment["status"]);
     }
+
+    // A second deploy (a new tool) rolls both tracks in place; a rollback is deploying the
+    // older commit again, and the same pods' Deployments go back to it.
+    let first = repo.head();
+    let echo = repo.branch("echo", extra_tool);
+    let id = start(&world, &client, "team", "echo").await;
+    let job = job_when(&client, &world.admin, &id, "the second deploy", 3 * MINUTE, terminal).await;
+    assert_eq!(job.state(), common::JobState::Succeeded, "{:?}", summary(&job));
+    let tools = stable_tools(&world, &key).await;
+    assert!(tools.contains(&"notes.echo".to_owned()), "{tools:?}");
+    assert_eq!(commit_of(&double, "worker"), echo);
+    let id = start(&world, &client, "team", &first).await;
+    let job = job_when(&client, &world.admin, &id, "the rollback", 3 * MINUTE, terminal).await;
+    assert_eq!(job.state(), common::JobState::Succeeded, "{:?}", summary(&job));
+    let tools = stable_tools(&world, &key).await;
+    assert!(
+        !tools.contains(&"notes.echo".to_owned()) && tools.contains(&"notes.add".to_owned()),
+        "{tools:?}"
+    );
+    assert_eq!(commit_of(&double, "worker"), first);
     double.shutdown().await;
+}
+
+fn commit_of(double: &KubeDouble, track: &str) -> String {
+    let deployment = double.get("apps/v1", "Deployment", NAMESPACE, track).unwrap();
+    let commit = &deployment["spec"]["template"]["metadata"]["annotations"]["ramen.dev/commit"];
+    commit.as_str().unwrap_or_default().to_owned()
+}
+
+/// The tools the stable pod lists now (once it is the only, ready one).
+async fn stable_tools(world: &World, key: &str) -> Vec<String> {
+    ramen_testkit::eventually("one ready stable pod lists its tools", MINUTE, || async {
+        let stable = world.workers("team", "eu1", common::Track::Worker).await;
+        let [worker] = stable.as_slice() else { return Err(format!("{stable:?}")) };
+        tools_list(&worker.mcp_address, key, Duration::from_secs(5)).await
+    })
+    .await
 }
 
 #[tokio::test]
