@@ -6,7 +6,7 @@
 /// (`ramen-<group>-<zone>`) and hostnames. 1–63 lowercase letters, digits and `-`, starting
 /// with a letter (so a name is never mistaken for a number) and not ending with `-`.
 pub fn dns_label(value: &str) -> Result<(), String> {
-    let bad = |reason: &str| Err(format!("{value:?} {reason}"));
+    let bad = |reason: &str| Err(format!("{} {reason}", quoted(value)));
     if value.is_empty() {
         return Err("is required".to_owned());
     }
@@ -25,9 +25,57 @@ pub fn dns_label(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// How a refused value is shown in its error: quoted with control characters escaped (no line
+/// of a log can be forged through it) and cut after [`SHOWN_CHARS`] characters (a megabyte of
+/// input does not become a megabyte of error).
+pub fn quoted(value: &str) -> String {
+    let mut chars = value.chars();
+    let head: String = chars.by_ref().take(SHOWN_CHARS).collect();
+    match chars.next() {
+        None => format!("{head:?}"),
+        Some(_) => format!("{head:?}… ({} bytes)", value.len()),
+    }
+}
+
+/// The longest part of a refused value an error repeats.
+pub const SHOWN_CHARS: usize = 80;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any input: no panic; accepted exactly when it is a DNS label; a refusal is short,
+        /// one line, and says what is wrong.
+        #[test]
+        fn any_string_is_judged_as_a_dns_label(value in any::<String>()) {
+            let label = !value.is_empty()
+                && value.len() <= 63
+                && value.starts_with(|c: char| c.is_ascii_lowercase())
+                && !value.ends_with('-')
+                && value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+            match dns_label(&value) {
+                Ok(()) => prop_assert!(label, "{value:?} accepted"),
+                Err(reason) => {
+                    prop_assert!(!label, "{value:?} refused: {reason}");
+                    prop_assert!(!reason.contains('\n') && reason.len() < 4 * SHOWN_CHARS + 100, "{reason}");
+                }
+            }
+        }
+
+        #[test]
+        fn labels_are_accepted(value in "[a-z]([a-z0-9-]{0,61}[a-z0-9])?") {
+            prop_assert_eq!(dns_label(&value), Ok(()));
+        }
+    }
+
+    #[test]
+    fn a_long_refused_value_is_cut_and_escaped() {
+        let shown = quoted(&format!("line\nforged {}", "x".repeat(10_000)));
+        assert!(shown.starts_with("\"line\\nforged "), "{shown}");
+        assert!(shown.ends_with("… (10012 bytes)") && shown.len() < 120, "{shown}");
+    }
 
     #[test]
     fn dns_labels() {

@@ -6,6 +6,16 @@ use std::net::IpAddr;
 use ipnet::{IpNet, Ipv4Net};
 
 use crate::error::{Error, Result};
+
+/// A refused value as its error shows it: escaped, cut when long, without the quotes (the
+/// messages put it in backticks).
+fn shown(value: &str) -> String {
+    let quoted = ramen_service::validate::quoted(value);
+    match quoted.strip_prefix('"').and_then(|q| q.rsplit_once('"')) {
+        Some((inner, rest)) => format!("{inner}{rest}"),
+        None => quoted,
+    }
+}
 use crate::model::{ProviderKind, SizeClass};
 
 /// Kubernetes namespaces are DNS labels of at most 63 characters.
@@ -185,7 +195,8 @@ fn cidr(value: &str) -> Result<IpNet> {
                 return Err(Error::invalid(
                     "cidrs",
                     format!(
-                        "`{value}` is not an IPv4/IPv6 address or CIDR (e.g. 10.0.0.0/8, 2001:db8::/32, 192.0.2.7)"
+                        "`{}` is not an IPv4/IPv6 address or CIDR (e.g. 10.0.0.0/8, 2001:db8::/32, 192.0.2.7)",
+                        shown(value)
                     ),
                 ));
             }

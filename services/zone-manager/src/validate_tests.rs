@@ -110,3 +110,69 @@ fn names_of_packages_secrets_and_hashes() {
     key_hash(&"a".repeat(64)).unwrap();
     assert!(key_hash("abc").is_err());
 }
+
+mod properties {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn network() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (any::<u32>(), 0u8..=32).prop_map(|(ip, len)| {
+                let net = ipnet::Ipv4Net::new(Ipv4Addr::from(ip), len).unwrap().trunc();
+                net.to_string()
+            }),
+            (any::<u128>(), 0u8..=128).prop_map(|(ip, len)| {
+                let net = ipnet::Ipv6Net::new(Ipv6Addr::from(ip), len).unwrap().trunc();
+                net.to_string()
+            }),
+            any::<u32>().prop_map(|ip| IpAddr::V4(Ipv4Addr::from(ip)).to_string()),
+        ]
+    }
+
+    proptest! {
+        /// Anything: no panic, and a refusal names the field, is one line and is short.
+        #[test]
+        fn any_rule_list_is_judged(values in proptest::collection::vec(any::<String>(), 0..8)) {
+            if let Err(err) = cidrs(&values) {
+                let text = err.to_string();
+                prop_assert!(text.starts_with("cidrs:"), "{text}");
+                prop_assert!(!text.contains('\n') && text.len() < 400, "{text}");
+            }
+        }
+
+        /// Networks and addresses are accepted, normalised once and for all (normalising the
+        /// result changes nothing), and each comes out as a network that parses back.
+        #[test]
+        fn networks_are_accepted_and_normalised(values in proptest::collection::vec(network(), 1..8)) {
+            let normal = cidrs(&values).unwrap();
+            prop_assert!(normal.len() <= values.len());
+            prop_assert_eq!(cidrs(&normal).unwrap(), normal.clone());
+            for net in &normal {
+                let parsed: ipnet::IpNet = net.parse().unwrap();
+                prop_assert_eq!(parsed.addr(), parsed.network());
+            }
+        }
+
+        /// A prefix with host bits is refused, and the network it suggests is accepted.
+        #[test]
+        fn host_bits_are_refused_with_an_acceptable_suggestion(ip in any::<u32>(), len in 1u8..32) {
+            let net = ipnet::Ipv4Net::new(Ipv4Addr::from(ip), len).unwrap();
+            prop_assume!(net.addr() != net.network());
+            let text = cidrs(&[net.to_string()]).unwrap_err().to_string();
+            let suggested = net.trunc().to_string();
+            prop_assert!(text.contains(&format!("did you mean `{suggested}`")), "{text}");
+            prop_assert!(cidrs(&[suggested]).is_ok());
+        }
+
+        #[test]
+        fn any_name_is_judged(value in any::<String>()) {
+            if let Err(err) = dns_label("name", &value) {
+                let text = err.to_string();
+                prop_assert!(text.starts_with("name:") && !text.contains('\n'), "{text}");
+            }
+        }
+    }
+}

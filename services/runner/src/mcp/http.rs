@@ -208,7 +208,7 @@ async fn post_mcp(
     };
     let (method, params) = match &message {
         Incoming::Request { method, params, .. } | Incoming::Notification { method, params } => {
-            (*method, *params)
+            (method.as_ref(), *params)
         }
         Incoming::Response { .. } => ("", None),
     };
@@ -218,8 +218,10 @@ async fn post_mcp(
     if let Some(refused) = legacy_version_refused(&headers) {
         return refused;
     }
-    if let Incoming::Request { id, method: "initialize", params } = message {
-        return initialize(&node, id.get(), params);
+    if let Incoming::Request { id, method, params } = &message
+        && method == "initialize"
+    {
+        return initialize(&node, id.get(), *params);
     }
     let session = match session(&node, &headers) {
         Ok(session) => session,
@@ -227,7 +229,7 @@ async fn post_mcp(
     };
     match message {
         Incoming::Notification { method, params } => {
-            notification(&node, &session, method, params);
+            notification(&node, &session, &method, params);
             StatusCode::ACCEPTED.into_response()
         }
         Incoming::Response { id, result, error } => {
@@ -237,11 +239,11 @@ async fn post_mcp(
         Incoming::Request { id, method, params } => {
             // Sessions opened before a drain keep working until the node exits (a client
             // finishing a call may still list or read); only new sessions are refused.
-            let span = tracing::info_span!("mcp.request", method, session = %session.id);
+            let span = tracing::info_span!("mcp.request", method = &*method, session = %session.id);
             // A child of the caller's trace (the edge forwards its `traceparent`).
             ramen_telemetry::extract_http(&span, &headers);
             let reply = tracing::Instrument::instrument(
-                methods::dispatch(&node, &session, id, method, params, accepts),
+                methods::dispatch(&node, &session, id, &method, params, accepts),
                 span,
             )
             .await;

@@ -1,6 +1,8 @@
 //! JSON-RPC 2.0 as MCP uses it: one message per POST, ids echoed verbatim, results spliced
 //! in as raw JSON so the runtime's answer is never parsed and re-serialized by the node.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -17,11 +19,12 @@ pub const OVERLOADED: i64 = -32000;
 pub enum Incoming<'a> {
     Request {
         id: &'a RawValue,
-        method: &'a str,
+        /// Borrowed from the body unless it had escapes (`"tools\/call"` is `tools/call`).
+        method: Cow<'a, str>,
         params: Option<&'a RawValue>,
     },
     Notification {
-        method: &'a str,
+        method: Cow<'a, str>,
         params: Option<&'a RawValue>,
     },
     /// The client's answer to a request the server sent it (sampling, elicitation).
@@ -86,8 +89,13 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
     }
     match (raw.method, id) {
         (Some(method), _) => {
-            let method: &str = serde_json::from_str(method.get())
-                .map_err(|_| invalid("`method` must be a string", id_text.clone()))?;
+            let method = match serde_json::from_str::<&str>(method.get()) {
+                Ok(method) => Cow::Borrowed(method),
+                // Escaped: unescaped into a string of its own (serde cannot borrow it).
+                Err(_) => serde_json::from_str::<String>(method.get())
+                    .map(Cow::Owned)
+                    .map_err(|_| invalid("`method` must be a string", id_text.clone()))?,
+            };
             if let Some(params) = raw.params
                 && !params.get().starts_with(['{', '['])
             {
@@ -145,13 +153,119 @@ pub fn notification(method: &str, params: Option<&str>) -> String {
 }
 
 #[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("jsonrpc".to_owned()),
+                        Just("id".to_owned()),
+                        Just("method".to_owned()),
+                        Just("params".to_owned()),
+                        Just("result".to_owned()),
+                        Just("error".to_owned()),
+                        any::<String>()
+                    ],
+                    inner,
+                    0..6
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn check(body: &[u8]) -> Result<(), TestCaseError> {
+        match parse(body) {
+            Ok(Incoming::Request { id, method, .. }) => {
+                let value: Value = serde_json::from_slice(body).unwrap();
+                prop_assert_eq!(value["method"].as_str(), Some(&*method));
+                prop_assert!(
+                    value["id"].is_string() || value["id"].is_i64() || value["id"].is_u64(),
+                    "{}",
+                    id.get()
+                );
+            }
+            Ok(_) => {}
+            Err(ParseError::Json(reason)) => prop_assert!(!reason.is_empty()),
+            Err(ParseError::Invalid { reason, .. }) => prop_assert!(!reason.is_empty()),
+        }
+        Ok(())
+    }
+
+    proptest! {
+        /// Any bytes: no panic, and a refusal says why.
+        #[test]
+        fn any_bytes_are_judged(body in proptest::collection::vec(any::<u8>(), 0..256)) {
+            check(&body)?;
+        }
+
+        /// Any JSON (objects with the JSON-RPC keys or others, arrays for batches): no panic; a
+        /// request is what the body says it is.
+        #[test]
+        fn any_json_is_judged(value in json_value()) {
+            check(value.to_string().as_bytes())?;
+        }
+
+        /// Every well-formed request parses to itself.
+        #[test]
+        fn requests_parse(id in prop_oneof![any::<i64>().prop_map(Value::from), any::<String>().prop_map(Value::from)],
+                          method in any::<String>(), key in any::<String>(), arg in any::<String>()) {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {key: arg}}).to_string();
+            match parse(body.as_bytes()) {
+                Ok(Incoming::Request { id: got, method: m, params }) => {
+                    prop_assert_eq!(serde_json::from_str::<Value>(got.get()).unwrap(), id);
+                    prop_assert_eq!(&*m, method.as_str());
+                    prop_assert!(params.is_some());
+                }
+                other => prop_assert!(false, "{other:?}"),
+            }
+        }
+    }
+
+    /// Deeply nested JSON (a stack-exhaustion attempt) is refused, not followed.
+    #[test]
+    fn deep_nesting_is_refused() {
+        for open in ["[", "{\"a\":"] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}"#,
+                open.repeat(100_000)
+            );
+            assert!(matches!(parse(body.as_bytes()), Err(ParseError::Json(_))), "{open}");
+            let batch = "[".repeat(100_000);
+            assert!(parse(batch.as_bytes()).is_err());
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn classifies_messages() {
         let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}"#;
-        assert!(matches!(parse(body), Ok(Incoming::Request { method: "tools/list", .. })));
+        assert!(
+            matches!(parse(body), Ok(Incoming::Request { method, .. }) if method == "tools/list")
+        );
+        // An encoder that escapes `/` (PHP's json_encode does) sends the same method.
+        let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools\/list"}"#;
+        assert!(
+            matches!(parse(body), Ok(Incoming::Request { method, .. }) if method == "tools/list")
+        );
         let body = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(matches!(parse(body), Ok(Incoming::Notification { .. })));
         let body = br#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#;

@@ -54,9 +54,9 @@ pub async fn handle(
             ),
         ),
         Incoming::Request { id, method, params } => {
-            let span = tracing::info_span!("mcp.request", method, era = "2026-07-28");
+            let span = tracing::info_span!("mcp.request", method = &*method, era = "2026-07-28");
             tracing::Instrument::instrument(
-                request(node, headers, id, method, params, accepts),
+                request(node, headers, id, &method, params, accepts),
                 span,
             )
             .await
