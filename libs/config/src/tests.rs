@@ -159,3 +159,66 @@ mod reference_page {
         );
     }
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Keys of every kind of value: durations, addresses, counts, enums, lists, URLs.
+    const KEYS: [&str; 10] = [
+        "nats.ack_wait",
+        "listen.admin",
+        "nats.max_deliver",
+        "mode",
+        "drain.timeout",
+        "drain.mode",
+        "zone.max_worker_count",
+        "log.format",
+        "zone.trusted_proxies",
+        "redis.url",
+    ];
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<String>(),
+            "[0-9]{1,12}(ms|s|m|h)?",
+            "[0-9.:\\[\\]a-f]{1,24}",
+            Just(String::new()),
+            Just("-1".to_owned()),
+            Just("18446744073709551616".to_owned()),
+        ]
+    }
+
+    /// The property is not vacuous: these are refused, each naming its key.
+    #[test]
+    fn bad_values_are_refused_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        for (key, value) in [("nats.ack_wait", "soon"), ("listen.admin", "here"), ("mode", "both")]
+        {
+            let figment = Config::figment(None)
+                .merge(("data_dir", dir.path().display().to_string()))
+                .merge((key, value));
+            let err = Config::from_figment(figment).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Any value for any key: no panic, and a refusal names the key it refuses.
+        #[test]
+        fn any_value_is_judged_and_a_refusal_names_its_key(key in 0..KEYS.len(), value in value()) {
+            let dir = tempfile::tempdir().unwrap();
+            let key = KEYS[key];
+            let figment = Config::figment(None)
+                .merge(("data_dir", dir.path().display().to_string()))
+                .merge((key, value.clone()));
+            if let Err(err) = Config::from_figment(figment) {
+                let text = err.to_string();
+                prop_assert!(text.contains(key), "{key} = {value:?}: {text}");
+            }
+        }
+    }
+}

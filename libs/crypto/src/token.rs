@@ -127,7 +127,10 @@ impl TokenKeys {
         };
         let head: Header = decode_json(header)?;
         if head.alg != "HS256" {
-            return Err(TokenError::Algorithm(head.alg));
+            // The caller's text, so cut short and escaped before it reaches a message.
+            let shown: String =
+                head.alg.chars().take(16).collect::<String>().escape_debug().collect();
+            return Err(TokenError::Algorithm(shown));
         }
         if head.typ.as_deref().is_some_and(|t| !t.eq_ignore_ascii_case("JWT")) {
             return Err(TokenError::Malformed("header `typ` is not JWT"));

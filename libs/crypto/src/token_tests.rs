@@ -108,3 +108,39 @@ fn rotation_keeps_tokens_of_the_previous_key_valid() {
     // A process that has not rotated yet does not accept the new key's tokens.
     assert_eq!(before.verify(&new_token, NOW), Err(TokenError::UnknownKey));
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Any text: refused, without a panic, with a short message.
+        #[test]
+        fn any_text_is_refused(token in any::<String>()) {
+            let err = keys().verify(&token, NOW).unwrap_err();
+            prop_assert!(err.to_string().len() < 250, "{err}");
+        }
+
+        /// Three dot-separated parts of anything, including valid base64 JSON headers with
+        /// hostile algorithms: refused.
+        #[test]
+        fn any_shaped_token_is_refused(alg in any::<String>(), payload in any::<String>(), sig in "[A-Za-z0-9_-]{0,64}") {
+            let header = serde_json::json!({"alg": alg, "typ": "JWT", "kid": keys().current_key_id()}).to_string();
+            let token = format!("{}.{}.{sig}", B64URL.encode(header), B64URL.encode(payload));
+            let err = keys().verify(&token, NOW).unwrap_err();
+            prop_assert!(err.to_string().len() < 250, "{err}");
+        }
+
+        /// A signed token verifies; changing any one character of it makes it refused.
+        #[test]
+        fn one_changed_character_is_refused(sub in "[a-z0-9]{1,16}", at in any::<usize>(), with in "[A-Za-z0-9_.-]") {
+            let (token, _) = keys().issue(AccessClaims { sub: sub.clone(), ..claims() }, NOW);
+            prop_assert_eq!(keys().verify(&token, NOW).unwrap().sub, sub);
+            let i = at % token.len();
+            prop_assume!(token[i..i + 1] != with);
+            let changed = format!("{}{with}{}", &token[..i], &token[i + 1..]);
+            prop_assert!(keys().verify(&changed, NOW).is_err(), "{changed}");
+        }
+    }
+}

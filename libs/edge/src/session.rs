@@ -52,6 +52,24 @@ impl SessionSealer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// What is sealed opens to itself, only with the same secret, and not once any byte of
+        /// the token changes; nothing else opens at all.
+        #[test]
+        fn only_sealed_ids_open(worker in "[^\n]{0,40}", session in any::<String>(), flip in any::<usize>(), junk in any::<String>()) {
+            let sealer = SessionSealer::from_secret(b"secret-a");
+            let token = sealer.seal(&worker, &session);
+            prop_assert_eq!(sealer.open(&token), Some((worker.clone(), session.clone())));
+            prop_assert_eq!(SessionSealer::from_secret(b"secret-b").open(&token), None);
+            let mut raw = B64.decode(&token).unwrap();
+            let i = flip % raw.len();
+            raw[i] ^= 0x01;
+            prop_assert_eq!(sealer.open(&B64.encode(raw)), None);
+            prop_assert_eq!(sealer.open(&junk), None);
+        }
+    }
 
     #[test]
     fn seals_and_refuses_forgeries() {

@@ -92,6 +92,71 @@ pub fn request_id(body: &[u8]) -> String {
 }
 
 #[cfg(test)]
+mod properties {
+    use http::HeaderValue;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn with(pairs: &[(&'static str, &[u8])]) -> HeaderMap {
+        pairs
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((http::HeaderName::from_static(k), HeaderValue::from_bytes(v).ok()?))
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Any header bytes: no panic; stateless exactly when the version is not a session
+        /// revision and no session id is sent.
+        #[test]
+        fn any_version_header_is_judged(version in proptest::collection::vec(any::<u8>(), 0..40), session in any::<bool>()) {
+            let mut pairs: Vec<(&'static str, &[u8])> = vec![("mcp-protocol-version", &version)];
+            if session {
+                pairs.push(("mcp-session-id", b"s-1"));
+            }
+            let headers = with(&pairs);
+            let shown = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok()).map(str::trim);
+            let expected = !session && shown.is_some_and(|v| !SESSION_REVISIONS.contains(&v));
+            prop_assert_eq!(is_stateless(&headers), expected);
+        }
+
+        /// A blocked tool is refused whether its name comes plain or base64-encoded; nothing
+        /// else is, and the message names it.
+        #[test]
+        fn blocking_by_header_matches_the_list(package in "[a-z]{1,8}", tool in "[a-z_]{1,8}", other in "[a-z]{1,8}", encoded in any::<bool>()) {
+            let blocked = Blocked::new([package.clone()]);
+            let name = format!("{package}.{tool}");
+            let sent = if encoded { format!("=?base64?{}?=", STANDARD.encode(&name)) } else { name.clone() };
+            let headers = with(&[("mcp-method", b"tools/call"), ("mcp-name", sent.as_bytes())]);
+            let refused = blocked_target(&headers, &blocked);
+            prop_assert!(refused.as_deref().is_some_and(|m| m.contains(&name)), "{refused:?}");
+            prop_assume!(other != package);
+            let free = format!("{other}.{tool}");
+            let headers = with(&[("mcp-method", b"tools/call"), ("mcp-name", free.as_bytes())]);
+            prop_assert_eq!(blocked_target(&headers, &blocked), None);
+        }
+
+        /// Any name header (bad base64 included): no panic.
+        #[test]
+        fn any_name_header_is_judged(method in prop_oneof![Just(b"tools/call".to_vec()), Just(b"prompts/get".to_vec()), proptest::collection::vec(any::<u8>(), 0..16)],
+                                     name in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let blocked = Blocked::new(["a".to_owned()]);
+            let _ = blocked_target(&with(&[("mcp-method", &method), ("mcp-name", &name)]), &blocked);
+        }
+
+        /// Any body: no panic reading the id or the waiting node.
+        #[test]
+        fn any_body_is_read_safely(body in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = waiting_on(&body);
+            let id = request_id(&body);
+            prop_assert!(!id.is_empty());
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use http::HeaderValue;
 

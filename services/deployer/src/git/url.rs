@@ -98,12 +98,25 @@ fn check_remote(url: &str, rest: &str, refuse_userinfo: bool) -> Result<String, 
         ));
     }
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split_once(']').map(|(h, _)| h).unwrap_or(v6),
-        None => host_port.split(':').next().unwrap_or(""),
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((host, rest)) => (host, rest.strip_prefix(':')),
+            None => (v6, None),
+        },
+        None => match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        },
     };
     if host.is_empty() || host.starts_with('-') {
         return Err(bad(url, "has no host"));
+    }
+    // A `user:secret/...@host` typed by hand reads as host `user`, port `secret`: refused here
+    // rather than stored.
+    if let Some(port) = port
+        && port.parse::<u16>().map_or(true, |p| p == 0)
+    {
+        return Err(bad(url, "has a port that is not a number from 1 to 65535"));
     }
     if path.is_empty() {
         return Err(bad(url, "has no repository path"));
@@ -150,13 +163,64 @@ fn is_loopback(host: &str) -> bool {
 }
 
 /// The URL with any `user:password@` replaced, for messages.
+///
+/// Credentials end at the authority's last `@`; a password holding a `/` (which ends the
+/// authority) is still found: a `user:…@` anywhere after the scheme is redacted as a whole, since
+/// showing a mangled host is better than showing part of a secret.
 pub fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
-    let Some((_, host)) = authority.rsplit_once('@') else { return url.to_owned() };
-    match path {
-        Some(path) => format!("{scheme}://<redacted>@{host}/{path}"),
-        None => format!("{scheme}://<redacted>@{host}"),
+    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+    let at = match authority.rfind('@') {
+        Some(at) => at,
+        None => match rest.rfind('@') {
+            Some(at) if rest[..at].contains(':') => at,
+            _ => return url.to_owned(),
+        },
+    };
+    format!("{scheme}://<redacted>@{}", &rest[at + 1..])
+}
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::git::refs::check_ref;
+
+    proptest! {
+        /// Any URL: no panic; what is accepted can never reach git as an option or a
+        /// command-running transport.
+        #[test]
+        fn any_url_is_judged(url in any::<String>(), local in any::<bool>()) {
+            if check_repo_url(&url, local).is_ok() {
+                prop_assert!(!url.starts_with('-') && !url.contains("::"), "{url:?}");
+                prop_assert!(!url.chars().any(|c| c.is_control() || c.is_whitespace()), "{url:?}");
+                prop_assert!(!url.split('/').any(|s| s == ".."), "{url:?}");
+            }
+        }
+
+        /// A password in a URL never shows in a message about it, whatever it holds.
+        #[test]
+        fn passwords_never_show(user in "[a-z]{1,8}", password in "[A-Za-z0-9/:._~%+-]{12,24}", path in "[a-z/]{1,16}") {
+            let url = format!("https://{user}:{password}@github.com/{path}");
+            if let Err(err) = check_repo_url(&url, false) {
+                prop_assert!(!err.to_string().contains(&password), "{err}");
+            }
+            prop_assert!(!redact_userinfo(&url).contains(&password));
+        }
+
+        /// Any ref: no panic; an accepted one is not an option, a revision expression or a
+        /// path trick.
+        #[test]
+        fn any_ref_is_judged(git_ref in any::<String>()) {
+            match check_ref(&git_ref) {
+                Ok(()) => {
+                    prop_assert!(!git_ref.starts_with('-') && !git_ref.contains("..") && !git_ref.contains("@{"), "{git_ref:?}");
+                    prop_assert!(!git_ref.chars().any(|c| c.is_control() || " ~^:?*[\\".contains(c)), "{git_ref:?}");
+                }
+                Err(err) => prop_assert!(!err.to_string().is_empty()),
+            }
+        }
     }
 }
 
