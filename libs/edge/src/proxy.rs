@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, to_bytes};
+use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -157,11 +157,9 @@ async fn routed(
     request: Request<Body>,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let body = match to_bytes(body, edge.settings.max_body_bytes).await {
+    let body = match ramen_lifecycle::read_body(body, edge.settings.max_body_bytes).await {
         Ok(body) => body,
-        Err(_) => {
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, "request body above the edge's limit");
-        }
+        Err(refused) => return refuse(refused.status, &refused.message),
     };
     let sealed = parts.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(sealed) = sealed {

@@ -1,4 +1,3 @@
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -11,7 +10,6 @@ use axum::routing::get;
 use parking_lot::RwLock;
 use ramen_telemetry::Metrics;
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// Each dependency is given this long to answer a readiness ping.
 pub const CHECK_DEADLINE: Duration = Duration::from_secs(1);
@@ -140,35 +138,11 @@ pub fn no_delay(
     })
 }
 
-/// Binds `addr` (failing fast with the address in the error) and serves `router` until
-/// `stop` is cancelled. Returns the bound address (useful with port 0) and the server task.
-pub async fn serve_http(
-    addr: SocketAddr,
-    router: Router,
-    stop: CancellationToken,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
-    let bound = listener.local_addr()?;
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        // Nagle would hold a response's second small write until the client's delayed ACK.
-        let _ = tcp.set_nodelay(true);
-    });
-    let handle = tokio::spawn(async move {
-        let served =
-            axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
-        if let Err(err) = served {
-            tracing::error!(%err, %bound, "http server failed");
-        }
-    });
-    Ok((bound, handle))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serve_http;
+    use tokio_util::sync::CancellationToken;
 
     struct Fixed(&'static str, Option<&'static str>, Duration);
 

@@ -4,9 +4,14 @@
 //! within a drain deadline.
 
 mod health;
+mod http;
 mod shutdown;
 mod tasks;
 
-pub use health::{Health, HealthCheck, Startup, admin_router, no_delay, serve_http};
+pub use health::{Health, HealthCheck, Startup, admin_router, no_delay};
+pub use http::{
+    BODY_READ_TIMEOUT, BodyRefused, HEADER_READ_TIMEOUT, Limits, MAX_CONNECTIONS, read_body,
+    serve_http, serve_http_with,
+};
 pub use shutdown::{Shutdown, listen_for_signals};
 pub use tasks::{TaskCenter, TaskError};

@@ -180,12 +180,9 @@ async fn post_mcp(
         );
         return refuse_unread(body, limit, refused).await;
     }
-    let Ok(bytes) = to_bytes(body, limit).await else {
-        return http_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            INVALID_REQUEST,
-            &format!("request body above the {limit}-byte limit"),
-        );
+    let bytes = match ramen_lifecycle::read_body(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return http_error(refused.status, INVALID_REQUEST, &refused.message),
     };
     let message = match jsonrpc::parse(&bytes) {
         Ok(message) => message,

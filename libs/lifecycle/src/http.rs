@@ -1,0 +1,241 @@
+//! The HTTP server every ramen listener runs (node MCP and admin ports, the api-gateway's API,
+//! console and MCP edge), with what a public listener needs against slow and hostile clients:
+//!
+//! - **Headers** must arrive within [`HEADER_READ_TIMEOUT`] of the connection (or of the
+//!   previous request on a kept-alive one), or the connection is closed: a slowloris client
+//!   trickling header bytes holds nothing for long. (`axum::serve` sets no timer, so hyper's
+//!   header timeout never fired.)
+//! - **Bodies** must arrive within [`BODY_READ_TIMEOUT`] of the handler's first read, however
+//!   slowly they trickle; [`read_body`] answers 408 past it, 413 above a size limit.
+//! - **Connections** are capped at [`MAX_CONNECTIONS`] per listener; past the cap a new one is
+//!   closed at once instead of exhausting file descriptors for every other client.
+//! - Header size and count are hyper's limits (400 KiB of buffer, 100 headers): above them the
+//!   answer is 431. Two different `Content-Length`s, a `Transfer-Encoding` not ending in
+//!   `chunked` or in HTTP/1.0, and bare LFs are refused by hyper's parser (400); with both
+//!   `Content-Length` and `Transfer-Encoding` the latter alone frames the body (RFC 9112
+//!   §6.3), so no request is read two ways here.
+//! - `TCP_NODELAY` on every connection (Nagle would hold a response's second small write until
+//!   the client's delayed ACK) and the peer address as axum's `ConnectInfo<SocketAddr>`.
+//! - Graceful stop: on `stop`, no new connection is accepted, in-flight requests finish and
+//!   idle keep-alive connections are closed.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::ConnectInfo;
+use axum::http::{Request, StatusCode};
+use hyper::body::{Frame, Incoming};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// How long a client may take to send a request's headers.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's body, from the handler's first read.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Open connections one listener holds at most.
+pub const MAX_CONNECTIONS: usize = 16_384;
+
+/// The limits a listener enforces; [`Limits::default`] is what every ramen listener uses.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Binds `addr` (failing fast with the address in the error) and serves `router` until
+/// `stop` is cancelled. Returns the bound address (useful with port 0) and the server task.
+pub async fn serve_http(
+    addr: SocketAddr,
+    router: Router,
+    stop: CancellationToken,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    serve_http_with(addr, router, stop, Limits::default()).await
+}
+
+/// [`serve_http`] with other limits (tests of the limits themselves).
+pub async fn serve_http_with(
+    addr: SocketAddr,
+    router: Router,
+    stop: CancellationToken,
+    limits: Limits,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener.local_addr()?;
+    let deadline = limits.body_read_timeout;
+    let router =
+        router.layer(axum::middleware::map_request(move |request: Request<Body>| async move {
+            request.map(|body| Body::new(Deadline::new(body, deadline)))
+        }));
+    let handle = tokio::spawn(accept_loop(listener, router, stop, limits));
+    Ok((bound, handle))
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    stop: CancellationToken,
+    limits: Limits,
+) {
+    let max_connections = limits.max_connections;
+    // HTTP/1.1 only: no client of these listeners speaks h2c (gRPC has listeners of its own),
+    // and the auto-detecting builder waits for a first byte with no timeout at all.
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(max_connections));
+    loop {
+        let (tcp, peer) = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // EMFILE and the like: back off a moment instead of spinning.
+                    tracing::warn!(%err, "accepting a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, max_connections, "connection refused: the listener is at its cap");
+            continue;
+        };
+        let _ = tcp.set_nodelay(true);
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let router = router.clone();
+            async move { Ok::<_, Infallible>(router.oneshot(request).await.into_response_ok()) }
+        });
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!(%peer, %err, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+trait IntoResponseOk {
+    fn into_response_ok(self) -> axum::response::Response;
+}
+
+impl IntoResponseOk for Result<axum::response::Response, Infallible> {
+    fn into_response_ok(self) -> axum::response::Response {
+        match self {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// Why a request body could not be read, as the answer to give.
+#[derive(Debug)]
+pub struct BodyRefused {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+/// Reads a whole request body of at most `limit` bytes: 413 above it, 408 when the client did
+/// not send it within the listener's body timeout, 400 when the connection broke.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, BodyRefused> {
+    axum::body::to_bytes(body, limit).await.map_err(|err| {
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+        while let Some(cause) = source {
+            if let Some(timeout) = cause.downcast_ref::<BodyTimeout>() {
+                let message = format!("request body not received within {:?}", timeout.0);
+                return BodyRefused { status: StatusCode::REQUEST_TIMEOUT, message };
+            }
+            if cause.is::<http_body_util::LengthLimitError>() {
+                let message = format!("request body above the {limit}-byte limit");
+                return BodyRefused { status: StatusCode::PAYLOAD_TOO_LARGE, message };
+            }
+            source = cause.source();
+        }
+        BodyRefused {
+            status: StatusCode::BAD_REQUEST,
+            message: format!("reading the request body: {err}"),
+        }
+    })
+}
+
+/// The body did not arrive in time.
+#[derive(Debug, thiserror::Error)]
+#[error("request body not received within {0:?}")]
+pub struct BodyTimeout(Duration);
+
+pin_project_lite::pin_project! {
+    /// A request body that fails with [`BodyTimeout`] once `limit` has passed since it was
+    /// first polled (a handler that never reads the body is not timed).
+    struct Deadline<B> {
+        #[pin]
+        inner: B,
+        limit: Duration,
+        sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    }
+}
+
+impl<B> Deadline<B> {
+    fn new(inner: B, limit: Duration) -> Self {
+        Self { inner, limit, sleep: None }
+    }
+}
+
+impl<B> hyper::body::Body for Deadline<B>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        let limit = *this.limit;
+        let sleep = this.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout(limit))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
