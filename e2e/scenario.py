@@ -126,6 +126,12 @@ class Cluster:
                for n in ("AUTH", "DEPLOYER", "ZONE_MANAGER", "REBALANCER")},
         }
         self.admin_ports: dict[str, int] = {}
+        # Values that must never appear in a log line or an error: passwords, key plaintexts,
+        # secret values, signing keys (`never_shown`, checked by `leaks`).
+        self.secret_values: set[str] = set()
+        # What the CLI printed on errors and refusals (its successful output may show a key's
+        # plaintext once, by design).
+        self.cli_errors: list[str] = []
         self.base_env = self._base_env()
         # The split services' data dirs (beside `ramen up`'s `data` when both run, in `migrate`).
         self.split_data = work / ("split" if topology == "migrate" else "data")
@@ -220,6 +226,8 @@ class Cluster:
             RAMEN_JWT_SECRET="e2e-jwt-secret-that-is-long-enough-0123456789",
             RAMEN_SECRETS_KEY="MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
         )
+        self.never_shown(self.shared_env["RAMEN_JWT_SECRET"])
+        self.never_shown(self.shared_env["RAMEN_SECRETS_KEY"])
         self.s3 = f"http://127.0.0.1:{s3_port}"
 
     def start_service(self, service: str, name: str | None = None) -> None:
@@ -270,6 +278,9 @@ class Cluster:
     def cli(self, *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([str(self.ramen), *args], env=self.base_env, input=stdin,
                               capture_output=True, text=True, timeout=600)
+        self.cli_errors.append(done.stderr)
+        if done.returncode != 0:
+            self.cli_errors.append(done.stdout)
         if ok and done.returncode != 0:
             raise Failed(f"`ramen {' '.join(args)}` exited {done.returncode}: {done.stderr.strip()}")
         return done
@@ -281,6 +292,25 @@ class Cluster:
         """A listing's items (the API pages lists: `{"items": [...], "next_page_token"}`)."""
         answer = self.cli_json(*args)
         return answer["items"] if isinstance(answer, dict) else answer
+
+    def never_shown(self, value: str) -> None:
+        if len(value) >= 8:
+            self.secret_values.add(value)
+
+    def leaks(self) -> list[str]:
+        """Where a secret value shows: every log of every process, and every CLI error."""
+        if self.topology == "up" or self.topology == "migrate":
+            key_file = self.work / "data" / "keys" / "secrets.key"
+            if key_file.exists():
+                self.never_shown(key_file.read_text().strip())
+        found = []
+        texts = {name: path.read_text(errors="replace") for name, path in self.logs.items() if path.exists()}
+        texts.update({f"cli error {i}": text for i, text in enumerate(self.cli_errors)})
+        for where, text in texts.items():
+            for value in self.secret_values:
+                if value in text:
+                    found.append(f"{where}: {value[:4]}…")
+        return found
 
     # -- what runs on this machine ----------------------------------------------------------
     def worker_pids(self) -> list[int]:
@@ -392,6 +422,7 @@ def scenario(cluster: Cluster) -> None:
     email, one_time = cluster.bootstrap_password()
     cluster.cli("login", email, "--password-stdin", "--new-password",
                 stdin=f"{one_time}\ne2e-password-0123456789\n")
+    cluster.never_shown("e2e-password-0123456789")
 
     step("zones local-a and local-b")
     for zone in ("local-a", "local-b"):
@@ -404,6 +435,8 @@ def scenario(cluster: Cluster) -> None:
     make_repo(repo)
     cluster.cli("group", "create", GROUP, "--repo", str(repo), "--ref", "main")
     cluster.cli("env", "create", "prod", "-g", GROUP, "--ref", "main", "--zone", "local-a,local-b")
+    cluster.cli("secrets", "set", "-g", GROUP, "E2E_TOKEN", stdin="e2e-secret-value-7f3a9c1d\n")
+    cluster.never_shown("e2e-secret-value-7f3a9c1d")
 
     step("deploy --wait: the job succeeds with five steps per zone")
     if cluster.topology == "split":
@@ -426,6 +459,7 @@ def scenario(cluster: Cluster) -> None:
     key = cluster.cli_json("keys", "create", "-g", GROUP, "e2e")
     plaintext = key.get("plaintext")
     check(isinstance(plaintext, str), "the key's plaintext", key)
+    cluster.never_shown(plaintext)
     url = f"{cluster.api}/mcp/{GROUP}/prod"
     eventually("the new key accepted", 60, lambda: status_of(url, plaintext) == 200)
     tools = mcp(url, plaintext, tool_names)
@@ -472,6 +506,7 @@ def scenario(cluster: Cluster) -> None:
 
     step("a revoked key gets 401")
     other = cluster.cli_json("keys", "create", "-g", GROUP, "short-lived")
+    cluster.never_shown(other.get("plaintext", ""))
     other_key = other["plaintext"]
     # Keys reach the running nodes over the bus, within seconds.
     eventually("the new key accepted", 60, lambda: status_of(url, other_key) == 200)
@@ -621,7 +656,9 @@ def migration(cluster: Cluster) -> None:
     cluster.cli("env", "create", "prod", "-g", GROUP, "--ref", "main", "--zone", "local-a")
     cluster.cli("deploy", "prod", "-g", GROUP, "--wait")
     cluster.cli("secrets", "set", "-g", GROUP, "WEATHER_TOKEN", stdin="sealed-value\n")
+    cluster.never_shown("sealed-value")
     plaintext = cluster.cli_json("keys", "create", "-g", GROUP, "e2e")["plaintext"]
+    cluster.never_shown(plaintext)
     url = f"{cluster.api}/mcp/{GROUP}/prod"
     eventually("the new key accepted", 60, lambda: status_of(url, plaintext) == 200)
     check(mcp(url, plaintext, add(2, 3)) == {"result": 5}, "2 + 3 = 5 on ramen up")
@@ -701,6 +738,7 @@ def main() -> int:
     finally:
         cluster.stop()
         cluster.traces.stop()
+        shown = cluster.leaks()
         leaked = cluster.worker_pids()
         for pid in leaked:
             os.kill(pid, signal.SIGKILL)
@@ -709,6 +747,11 @@ def main() -> int:
     if leaked:
         print(f"FAILED ({args.topology}): workers left running after stop: {leaked}", file=sys.stderr)
         return 1
+    if shown:
+        print(f"FAILED ({args.topology}): secret values in logs or errors: {shown}", file=sys.stderr)
+        return 1
+    print(f"e2e ({args.topology}): no secret value in {len(cluster.logs)} logs and "
+          f"{len(cluster.cli_errors)} CLI outputs ({len(cluster.secret_values)} values checked)", flush=True)
     print(f"e2e ({args.topology}): passed", flush=True)
     return 0
 

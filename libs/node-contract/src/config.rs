@@ -47,6 +47,9 @@ pub struct NodeConfig {
     /// Items per page of `tools/list`, `resources/list`, … (clients follow `nextCursor`).
     pub page_size: usize,
     pub max_sessions: usize,
+    /// Sessions one MCP key may hold open on this node: a single caller cannot take every
+    /// session slot from the others.
+    pub max_sessions_per_key: usize,
     #[serde(with = "humantime_serde")]
     pub session_idle: Duration,
     #[serde(with = "humantime_serde")]
@@ -93,6 +96,7 @@ impl Default for NodeConfig {
             max_body_bytes: 4 * 1024 * 1024,
             page_size: 100,
             max_sessions: 10_000,
+            max_sessions_per_key: 1_000,
             session_idle: Duration::from_secs(30 * 60),
             ready_timeout: Duration::from_secs(120),
             nats_url: String::new(),
@@ -235,6 +239,9 @@ impl NodeConfig {
         }
         if self.in_flight_cap == 0 {
             return Err("`in_flight_cap` must be at least 1".into());
+        }
+        if self.max_sessions_per_key == 0 {
+            return Err("`max_sessions_per_key` must be at least 1".into());
         }
         if self.page_size == 0 {
             return Err("`page_size` must be at least 1".into());

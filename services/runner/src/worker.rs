@@ -351,6 +351,7 @@ fn settings(config: &NodeConfig) -> Settings {
         max_body_bytes: config.max_body_bytes,
         page_size: config.page_size,
         max_sessions: config.max_sessions,
+        max_sessions_per_key: config.max_sessions_per_key,
         session_idle: config.session_idle,
         ..Settings::default()
     }

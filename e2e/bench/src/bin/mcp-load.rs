@@ -39,6 +39,53 @@ struct Args {
     /// MCP 2026-07-28 stateless requests instead of a 2025-11-25 session.
     #[arg(long)]
     stateless: bool,
+    /// Sessions to open (initialize, initialized) and leave idle before the measured run.
+    #[arg(long, default_value_t = 0)]
+    idle_sessions: usize,
+    /// The server's pid: its resident memory is read before and after the idle sessions open.
+    #[arg(long)]
+    pid: Option<u32>,
+}
+
+/// `VmRSS` of a process, in KiB.
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).context("no VmRSS")?;
+    Ok(line.split_whitespace().nth(1).context("VmRSS value")?.parse()?)
+}
+
+/// Opens `count` sessions over 8 connections and leaves them idle (no connection kept).
+async fn open_idle(args: &Args, count: usize) -> anyhow::Result<usize> {
+    let per = count.div_ceil(8);
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let args = Args { stateless: false, ..args.clone() };
+            let n = per.min(count.saturating_sub(task * per));
+            tokio::spawn(async move {
+                let mut opened = 0;
+                let mut session = Session::connect(&args).await?;
+                opened += 1;
+                while opened < n {
+                    session.session = None;
+                    let (init, headers) = session
+                        .post(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-idle","version":"1"}}}"#.into())
+                        .await?;
+                    if !init.contains("protocolVersion") {
+                        bail!("initialize failed: {init}");
+                    }
+                    session.session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                    session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
+                    opened += 1;
+                }
+                anyhow::Ok(opened)
+            })
+        })
+        .collect();
+    let mut opened = 0;
+    for task in tasks {
+        opened += task.await??;
+    }
+    Ok(opened)
 }
 
 const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcp-load","version":"1"}}"#;
@@ -167,6 +214,10 @@ async fn worker(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let rss_before = args.pid.map(rss_kib).transpose()?;
+    let opened =
+        if args.idle_sessions > 0 { open_idle(&args, args.idle_sessions).await? } else { 0 };
+    let rss_after = args.pid.map(rss_kib).transpose()?;
     let start = Instant::now();
     let warm_until = start + Duration::from_secs_f64(args.warmup);
     let end = warm_until + Duration::from_secs_f64(args.seconds);
@@ -179,6 +230,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let mut summary = total.summary(Duration::from_secs_f64(args.seconds));
     summary["concurrency"] = args.concurrency.into();
+    summary["idle_sessions"] = opened.into();
+    if let (Some(before), Some(after)) = (rss_before, rss_after) {
+        summary["rss_before_kib"] = before.into();
+        summary["rss_after_kib"] = after.into();
+        summary["rss_end_kib"] = args.pid.map(rss_kib).transpose()?.into();
+    }
     #[allow(clippy::print_stdout)]
     {
         println!("{summary}");

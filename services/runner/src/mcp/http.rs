@@ -218,7 +218,7 @@ async fn post_mcp(
     if let Incoming::Request { id, method, params } = &message
         && method == "initialize"
     {
-        return initialize(&node, id.get(), *params);
+        return initialize(&node, id.get(), *params, &session_owner(&node, &headers));
     }
     let session = match session(&node, &headers) {
         Ok(session) => session,
@@ -296,7 +296,27 @@ struct InitializeParams<'a> {
     client_info: Option<&'a serde_json::value::RawValue>,
 }
 
-fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue>) -> Response {
+/// Whose session an `initialize` opens: a digest of the caller's MCP key (already checked by
+/// `admit`), or nobody when this node takes calls without keys.
+fn session_owner(node: &Node, headers: &HeaderMap) -> String {
+    if !node.policy().require_key {
+        return String::new();
+    }
+    let key = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or_default();
+    hex::encode(&ramen_node_contract::key_digest(key)[..12])
+}
+
+fn initialize(
+    node: &Node,
+    id: &str,
+    params: Option<&serde_json::value::RawValue>,
+    owner: &str,
+) -> Response {
     if node.is_draining() {
         let mut response = http_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -319,12 +339,11 @@ fn initialize(node: &Node, id: &str, params: Option<&serde_json::value::RawValue
             .unwrap_or_else(|| "{}".into())
     };
     let (capabilities, client_info) = (object(params.capabilities), object(params.client_info));
-    let session = match node.sessions.create(
-        version,
-        &capabilities,
-        &client_info,
-        node.settings.max_sessions,
-    ) {
+    let caps = crate::mcp::session::Caps {
+        node: node.settings.max_sessions,
+        per_key: node.settings.max_sessions_per_key,
+    };
+    let session = match node.sessions.create(version, &capabilities, &client_info, owner, caps) {
         Ok(session) => session,
         Err(full) => {
             return http_error(StatusCode::SERVICE_UNAVAILABLE, INVALID_REQUEST, &full.to_string());

@@ -25,6 +25,8 @@ pub fn log_level_rank(level: &str) -> Option<u8> {
 
 pub struct Session {
     pub id: String,
+    /// Who opened it (a digest of the MCP key; empty without keys), for the per-key cap.
+    pub owner: String,
     pub protocol_version: String,
     /// `{"protocolVersion","capabilities","clientInfo","sessionId"}` as JSON, passed to the
     /// runtime with each call so tools can check what the client supports.
@@ -63,11 +65,26 @@ impl Session {
 #[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Open sessions per owner (locked after `map`, never before).
+    per_owner: Mutex<HashMap<String, usize>>,
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("this node holds its maximum of {0} sessions")]
-pub struct Full(pub usize);
+pub enum Full {
+    #[error("this node holds its maximum of {0} sessions")]
+    Node(usize),
+    #[error(
+        "this key holds its maximum of {0} open sessions on this node; end some (DELETE) or let them expire"
+    )]
+    Key(usize),
+}
+
+/// The caps [`Sessions::create`] enforces.
+#[derive(Clone, Copy, Debug)]
+pub struct Caps {
+    pub node: usize,
+    pub per_key: usize,
+}
 
 impl Sessions {
     /// `capabilities` and `client_info` are the raw JSON the client sent in `initialize`.
@@ -76,12 +93,20 @@ impl Sessions {
         protocol_version: &str,
         capabilities: &str,
         client_info: &str,
-        max: usize,
+        owner: &str,
+        caps: Caps,
     ) -> Result<Arc<Session>, Full> {
         let mut map = self.map.lock();
-        if map.len() >= max {
-            return Err(Full(max));
+        if map.len() >= caps.node {
+            return Err(Full::Node(caps.node));
         }
+        let mut per_owner = self.per_owner.lock();
+        let held = per_owner.entry(owner.to_owned()).or_default();
+        if !owner.is_empty() && *held >= caps.per_key {
+            return Err(Full::Key(caps.per_key));
+        }
+        *held += 1;
+        drop(per_owner);
         let (stream, _) = broadcast::channel(64);
         let id = uuid::Uuid::new_v4().simple().to_string();
         let client = format!(
@@ -89,6 +114,7 @@ impl Sessions {
         );
         let session = Arc::new(Session {
             id,
+            owner: owner.to_owned(),
             client,
             protocol_version: protocol_version.to_owned(),
             log_level: AtomicU8::new(0),
@@ -112,7 +138,25 @@ impl Sessions {
 
     /// Ends a session; its GET streams close once the last sender is gone.
     pub fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        self.map.lock().remove(id)
+        let mut map = self.map.lock();
+        let removed = map.remove(id);
+        if let Some(session) = &removed {
+            self.release(std::slice::from_ref(&session.owner));
+        }
+        removed
+    }
+
+    /// Gives back the per-owner slots of ended sessions (called with `map` held).
+    fn release(&self, owners: &[String]) {
+        let mut per_owner = self.per_owner.lock();
+        for owner in owners {
+            if let Some(held) = per_owner.get_mut(owner) {
+                *held = held.saturating_sub(1);
+                if *held == 0 {
+                    per_owner.remove(owner);
+                }
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -133,9 +177,16 @@ impl Sessions {
     /// Drops sessions idle longer than `idle`; returns how many.
     pub fn expire(&self, idle: Duration) -> usize {
         let mut map = self.map.lock();
-        let before = map.len();
-        map.retain(|_, s| s.idle_for() < idle);
-        before - map.len()
+        let mut ended = Vec::new();
+        map.retain(|_, s| {
+            let keep = s.idle_for() < idle;
+            if !keep {
+                ended.push(s.owner.clone());
+            }
+            keep
+        });
+        self.release(&ended);
+        ended.len()
     }
 }
 

@@ -86,3 +86,55 @@ async fn calls_over_the_in_flight_cap_get_503_with_retry_after() {
     );
     node.stop().await;
 }
+
+/// One key cannot take every session slot: past its cap it is refused (503, the reason
+/// named), another key still opens sessions, and ending one gives its slot back.
+#[tokio::test]
+async fn sessions_are_bounded_per_key() {
+    const OTHER: &str = "rk_test_other_key_0123";
+    let node = support::start("examples/hello-repo", |config| {
+        config.max_sessions_per_key = 3;
+        config.policy.key_hashes.push(ramen_node_contract::key_hash(OTHER));
+    })
+    .await;
+    let initialize = |key: &'static str| {
+        let http = reqwest::Client::new();
+        let url = node.url.clone();
+        async move {
+            http.post(url)
+                .header("authorization", format!("Bearer {key}"))
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let answer = initialize(support::KEY).await;
+        assert_eq!(answer.status(), 200);
+        sessions.push(answer.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+    }
+    let refused = initialize(support::KEY).await;
+    assert_eq!(refused.status(), 503);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("this key holds its maximum of 3"),
+        "{body}"
+    );
+    assert_eq!(initialize(OTHER).await.status(), 200, "another key is not held back");
+
+    let ended = reqwest::Client::new()
+        .delete(&node.url)
+        .header("authorization", format!("Bearer {}", support::KEY))
+        .header("mcp-session-id", &sessions[0])
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    assert_eq!(initialize(support::KEY).await.status(), 200, "the ended session's slot is free");
+    node.stop().await;
+}
