@@ -132,6 +132,8 @@ class Cluster:
         # What the CLI printed on errors and refusals (its successful output may show a key's
         # plaintext once, by design).
         self.cli_errors: list[str] = []
+        self.scanned_logs = 0
+        self.kept_logs: dict[str, str] = {}
         self.base_env = self._base_env()
         # The split services' data dirs (beside `ramen up`'s `data` when both run, in `migrate`).
         self.split_data = work / ("split" if topology == "migrate" else "data")
@@ -297,6 +299,11 @@ class Cluster:
         if len(value) >= 8:
             self.secret_values.add(value)
 
+    def keep_logs(self) -> None:
+        """Copies every log under the work directory now (workers' logs go with their group)."""
+        self.kept_logs.update({str(path.relative_to(self.work)): path.read_text(errors="replace")
+                               for path in self.work.rglob("*.log") if path.is_file()})
+
     def leaks(self) -> list[str]:
         """Where a secret value shows: every log of every process, and every CLI error."""
         if self.topology == "up" or self.topology == "migrate":
@@ -304,8 +311,13 @@ class Cluster:
             if key_file.exists():
                 self.never_shown(key_file.read_text().strip())
         found = []
-        texts = {name: path.read_text(errors="replace") for name, path in self.logs.items() if path.exists()}
+        texts: dict[str, str] = {name: path.read_text(errors="replace") for name, path in self.logs.items() if path.exists()}
+        # The workers' own logs too (the local provider writes them under the data dirs).
+        texts.update(self.kept_logs)
+        texts.update({str(path.relative_to(self.work)): path.read_text(errors="replace")
+                      for path in self.work.rglob("*.log") if path.is_file()})
         texts.update({f"cli error {i}": text for i, text in enumerate(self.cli_errors)})
+        self.scanned_logs = len([w for w in texts if not w.startswith("cli error")])
         for where, text in texts.items():
             for value in self.secret_values:
                 if value in text:
@@ -556,6 +568,7 @@ def scenario(cluster: Cluster) -> None:
     eventually("the killed worker replaced", 120,
                lambda: len(cluster.worker_pids()) >= len(before) and before[0] not in cluster.worker_pids())
 
+    cluster.keep_logs()  # the workers' logs go with the group; scanned for secrets at the end
     step("delete the group: no worker, no placement directory, no blobs, no record")
     cluster.cli("group", "delete", GROUP)
     eventually("no worker process left", 120, lambda: cluster.worker_pids() == [])
@@ -750,7 +763,7 @@ def main() -> int:
     if shown:
         print(f"FAILED ({args.topology}): secret values in logs or errors: {shown}", file=sys.stderr)
         return 1
-    print(f"e2e ({args.topology}): no secret value in {len(cluster.logs)} logs and "
+    print(f"e2e ({args.topology}): no secret value in {cluster.scanned_logs} logs and "
           f"{len(cluster.cli_errors)} CLI outputs ({len(cluster.secret_values)} values checked)", flush=True)
     print(f"e2e ({args.topology}): passed", flush=True)
     return 0
