@@ -322,14 +322,7 @@ fn exited(cluster: &Arc<Cluster>, pod: &Value, run: &mut RunPod, status: std::pr
     if again {
         run.restarts += 1;
         run.restart_after = Some(Instant::now() + BACK_OFF);
-        events::record(
-            &cluster.store,
-            pod,
-            "Warning",
-            "BackOff",
-            "Back-off restarting failed container",
-            "kubelet",
-        );
+        events::back_off(&cluster.store, pod);
     } else {
         run.ended = Some(code);
     }

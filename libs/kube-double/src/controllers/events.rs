@@ -6,6 +6,11 @@ use serde_json::{Value, json};
 use crate::resources;
 use crate::store::{Store, meta};
 
+/// The kubelet's `BackOff` warning for a container that keeps exiting.
+pub(crate) fn back_off(store: &Store, pod: &Value) {
+    record(store, pod, "Warning", "BackOff", "Back-off restarting failed container", "kubelet");
+}
+
 pub(crate) fn record(
     store: &Store,
     pod: &Value,

@@ -158,14 +158,7 @@ fn container_states(
                 s["lastState"] = json!({"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": started}});
                 statuses.push(s);
             }
-            events::record(
-                &cluster.store,
-                pod,
-                "Warning",
-                "BackOff",
-                "Back-off restarting failed container",
-                "kubelet",
-            );
+            events::back_off(&cluster.store, pod);
             ("Running", false)
         }
         _ => {

@@ -41,3 +41,8 @@ where
 {
     ramen_testkit::eventually(what, WAIT, check).await
 }
+
+/// Whether a pod's status says Ready.
+pub fn is_ready(status: &k8s_openapi::api::core::v1::PodStatus) -> bool {
+    status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+}

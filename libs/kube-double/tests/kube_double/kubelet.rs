@@ -10,7 +10,7 @@ use kube::api::{DeleteParams, ListParams, LogParams, Patch, PatchParams, PostPar
 use ramen_kube_double::{LocalImage, PodBehaviour};
 use serde_json::json;
 
-use super::common::{eventually, from_json, namespace, start};
+use super::common::{eventually, from_json, is_ready, namespace, start};
 
 /// `/srv/serve` in the image: Python's HTTP server on the pod IP, serving the directory given.
 fn http_image() -> LocalImage {
@@ -64,11 +64,7 @@ async fn ready_ip(pods: &Api<Pod>, name: &str) -> String {
     eventually("the pod is ready with an IP", || async {
         let pod = pods.get(name).await.map_err(|e| e.to_string())?;
         let status = pod.status.unwrap_or_default();
-        let ready = status
-            .conditions
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let ready = is_ready(&status);
         match (ready, status.pod_ip) {
             (true, Some(ip)) => Ok(ip),
             other => Err(format!("{other:?} phase {:?}", status.phase)),

@@ -9,7 +9,7 @@ use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, ResourceExt};
 use ramen_kube_double::PodBehaviour;
 
-use super::common::{api_error, eventually, from_json, namespace, start};
+use super::common::{api_error, eventually, from_json, is_ready, namespace, start};
 use super::crud::deployment_json;
 
 async fn the_pod(pods: &Api<Pod>) -> Result<Pod, String> {
@@ -132,11 +132,7 @@ async fn image_pull_failures_and_delayed_readiness() {
     eventually("ready after the delay", || async {
         let pod = pods.get("pull").await.map_err(|e| e.to_string())?;
         let status = pod.status.unwrap_or_default();
-        let ready = status
-            .conditions
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let ready = is_ready(&status);
         if ready && status.phase.as_deref() == Some("Running") {
             Ok(())
         } else {
