@@ -443,7 +443,7 @@ async fn get_mcp(
     };
     // `None` marks the end of the session's events (its last handle is gone): `select` alone
     // would go on with the keep-alives, holding the connection (and a graceful shutdown).
-    let events = BroadcastStream::new(session.stream.subscribe())
+    let events = BroadcastStream::new(session.events())
         .filter_map(|event| async move { event.ok().map(Some) })
         .chain(futures::stream::once(async { None }));
     drop(session); // the stream ends when the session does

@@ -3,13 +3,16 @@
 //! initializes again, as the MCP specification prescribes.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
+
+/// Events a slow GET stream may fall behind by before it misses some.
+const STREAM_BUFFER: usize = 64;
 
 /// Protocol revisions this node speaks, newest first.
 pub const SUPPORTED_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -33,8 +36,10 @@ pub struct Session {
     pub client: String,
     /// Minimum level of log notifications the client wants (`logging/setLevel`); 0 = all.
     pub log_level: AtomicU8,
-    /// Server→client messages for the session's GET streams (already SSE-framed).
-    pub stream: broadcast::Sender<Bytes>,
+    /// Server→client messages for the session's GET streams (already SSE-framed), made when
+    /// the first GET stream opens: a channel's ring is allocated up front (~3.5 KiB for 64
+    /// slots), and most sessions never open a stream.
+    stream: OnceLock<broadcast::Sender<Bytes>>,
     /// Client request id (raw JSON) → runtime call id, for `notifications/cancelled`.
     pub calls: Mutex<HashMap<String, u64>>,
     /// Server request id (raw JSON) we sent the client → the runtime's request id.
@@ -44,6 +49,18 @@ pub struct Session {
 }
 
 impl Session {
+    /// A receiver of the session's server→client events (a GET stream).
+    pub fn events(&self) -> broadcast::Receiver<Bytes> {
+        self.stream.get_or_init(|| broadcast::channel(STREAM_BUFFER).0).subscribe()
+    }
+
+    /// Sends an event to the session's GET streams, if it has any.
+    pub fn send_event(&self, event: Bytes) {
+        if let Some(stream) = self.stream.get() {
+            let _ = stream.send(event);
+        }
+    }
+
     pub fn touch(&self) {
         *self.last_seen.lock() = Instant::now();
     }
@@ -107,7 +124,6 @@ impl Sessions {
         }
         *held += 1;
         drop(per_owner);
-        let (stream, _) = broadcast::channel(64);
         let id = uuid::Uuid::new_v4().simple().to_string();
         let client = format!(
             r#"{{"protocolVersion":"{protocol_version}","capabilities":{capabilities},"clientInfo":{client_info},"sessionId":"{id}"}}"#
@@ -118,7 +134,7 @@ impl Sessions {
             client,
             protocol_version: protocol_version.to_owned(),
             log_level: AtomicU8::new(0),
-            stream,
+            stream: OnceLock::new(),
             calls: Default::default(),
             server_requests: Default::default(),
             next_server_request: AtomicU64::new(1),
@@ -170,7 +186,7 @@ impl Sessions {
     /// Sends an SSE event to every open session's GET streams.
     pub fn broadcast(&self, event: Bytes) {
         for session in self.map.lock().values() {
-            let _ = session.stream.send(event.clone());
+            session.send_event(event.clone());
         }
     }
 
