@@ -106,6 +106,13 @@ def make_repo(at: Path) -> None:
     git(at, "commit", "-qam", "broken import")
     git(at, "tag", "broken")
     git(at, "checkout", "-q", "main")
+    # A new commit with the same packages (a fresh snapshot to upload).
+    git(at, "checkout", "-qb", "docs-branch")
+    (at / "NOTES.md").write_text("A change that is not code.\n")
+    git(at, "add", "-A")
+    git(at, "commit", "-qm", "docs only")
+    git(at, "tag", "docs")
+    git(at, "checkout", "-q", "main")
 
 
 class Cluster:
@@ -429,6 +436,34 @@ def call_error(url: str, key: str, tool: str, arguments: dict[str, Any], mode: s
 
 
 # -- the scenario ------------------------------------------------------------------------------
+def deploy_through_a_frozen_s3(cluster: Cluster, url: str, key: str) -> None:
+    """SIGSTOP the S3 server as a deploy of a new commit starts (its snapshot must be uploaded
+    and fetched), SIGCONT it 8 s later: the job succeeds, stable serves throughout."""
+    import threading
+    s3 = cluster.procs["s3"]
+    result: dict[str, subprocess.CompletedProcess[str]] = {}
+    deploy = threading.Thread(target=lambda: result.setdefault("done", cluster.cli(
+        "deploy", "prod", "-g", GROUP, "--ref", "docs", "--wait", ok=False)))
+    os.kill(s3.pid, signal.SIGSTOP)
+    try:
+        deploy.start()
+        frozen_until = time.monotonic() + 8
+        served = 0
+        while time.monotonic() < frozen_until:
+            check(mcp(url, key, add(1, 1)) == {"result": 2}, "calls while S3 is frozen")
+            served += 1
+            time.sleep(0.5)
+    finally:
+        os.kill(s3.pid, signal.SIGCONT)
+    deploy.join(600)
+    done = result.get("done")
+    check(done is not None and done.returncode == 0, "the deploy finished once S3 was back",
+          done.stdout[-2000:] + done.stderr[-2000:] if done else "still running")
+    check(served > 0, "calls served while S3 was frozen", served)
+    jobs = cluster.cli_items("jobs", "-g", GROUP)
+    check(jobs[0]["git_ref"] == "docs" and jobs[0]["state"] == "succeeded", "the job succeeded", jobs[0])
+
+
 def scenario(cluster: Cluster) -> None:
     step("log in as the bootstrap admin and set a password")
     email, one_time = cluster.bootstrap_password()
@@ -544,6 +579,10 @@ def scenario(cluster: Cluster) -> None:
     step("rollback: deploy main again")
     cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "main", "--wait")
     check(mcp(url, plaintext, add(4, 4)) == {"result": 8}, "calls after the rollback")
+
+    if cluster.topology == "split":
+        step("the S3 server frozen for 8 s during a deploy: the deploy waits it out, calls go on")
+        deploy_through_a_frozen_s3(cluster, url, plaintext)
 
     if cluster.topology == "up":
         step("stop ramen up and start it again: state kept, workers back")
