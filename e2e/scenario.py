@@ -436,6 +436,42 @@ def call_error(url: str, key: str, tool: str, arguments: dict[str, Any], mode: s
 
 
 # -- the scenario ------------------------------------------------------------------------------
+def children_named(parent: int, name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and comm == name:
+            found.append(int(entry.name))
+    return found
+
+
+def survive_a_killed_bus(cluster: Cluster, url: str, key: str) -> None:
+    """SIGKILL the nats-server child of `ramen up`: calls through the edge keep being answered
+    (the data plane does not need the bus), the supervisor starts it again, and the
+    control plane reconnects: a deploy through its JetStream queue succeeds."""
+    ramen = cluster.procs["ramen"].pid
+    (nats,) = eventually("ramen up's nats-server child", 30, lambda: children_named(ramen, "nats-server") or None)
+    os.kill(nats, signal.SIGKILL)
+    until = time.monotonic() + 5
+    served = 0
+    while time.monotonic() < until:
+        check(mcp(url, key, add(2, 2)) == {"result": 4}, "calls while the bus is down")
+        served += 1
+    restarted = eventually("a new nats-server child", 60,
+                           lambda: [p for p in children_named(ramen, "nats-server") if p != nats] or None)
+    check(restarted, "nats-server restarted by ramen up", restarted)
+    cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "main", "--wait")
+    check(mcp(url, key, add(3, 3)) == {"result": 6}, "calls after the bus came back")
+    check(served > 0, "calls served while the bus was down", served)
+
+
 def deploy_through_a_frozen_s3(cluster: Cluster, url: str, key: str) -> None:
     """SIGSTOP the S3 server as a deploy of a new commit starts (its snapshot must be uploaded
     and fetched), SIGCONT it 8 s later: the job succeeds, stable serves throughout."""
@@ -583,6 +619,9 @@ def scenario(cluster: Cluster) -> None:
     if cluster.topology == "split":
         step("the S3 server frozen for 8 s during a deploy: the deploy waits it out, calls go on")
         deploy_through_a_frozen_s3(cluster, url, plaintext)
+    if cluster.topology == "up":
+        step("ramen up's nats-server killed: MCP calls go on, it is restarted, a deploy succeeds")
+        survive_a_killed_bus(cluster, url, plaintext)
 
     if cluster.topology == "up":
         step("stop ramen up and start it again: state kept, workers back")
