@@ -619,6 +619,17 @@ def scenario(cluster: Cluster) -> None:
     if cluster.topology == "split":
         step("the S3 server frozen for 8 s during a deploy: the deploy waits it out, calls go on")
         deploy_through_a_frozen_s3(cluster, url, plaintext)
+        step("Redis frozen: MCP calls and a login are still answered, none of them hangs")
+        redis = cluster.procs["redis"]
+        os.kill(redis.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            for i in range(5):
+                check(mcp(url, plaintext, add(i, 3)) == {"result": i + 3}, "calls while Redis is frozen")
+            cluster.cli("login", email, "--password-stdin", stdin="e2e-password-0123456789\n")
+            print(f"    5 calls and a login with Redis frozen: {time.monotonic() - started:.1f} s", flush=True)
+        finally:
+            os.kill(redis.pid, signal.SIGCONT)
     if cluster.topology == "up":
         step("ramen up's nats-server killed: MCP calls go on, it is restarted, a deploy succeeds")
         survive_a_killed_bus(cluster, url, plaintext)
@@ -638,6 +649,7 @@ def scenario(cluster: Cluster) -> None:
                    lambda zone=zone: status_of(url, plaintext, zone=zone) == 200)
     before = cluster.worker_pids()
     check(len(before) >= 2, "a worker per zone running", before)
+    killed_at = time.monotonic()
     os.kill(before[0], signal.SIGKILL)
     for i in range(5):
         check(mcp(url, plaintext, add(i, 1)) == {"result": i + 1}, "calls during the replacement")
@@ -645,6 +657,11 @@ def scenario(cluster: Cluster) -> None:
               "stateless calls during the replacement (the edge moves them on)")
     eventually("the killed worker replaced", 120,
                lambda: len(cluster.worker_pids()) >= len(before) and before[0] not in cluster.worker_pids())
+    for zone in ("local-a", "local-b"):
+        eventually(f"{zone} serving after the replacement", 180,
+                   lambda zone=zone: status_of(url, plaintext, zone=zone) == 200)
+    print(f"    the killed worker replaced and both zones serving {time.monotonic() - killed_at:.1f} s "
+          "after the kill", flush=True)
 
     cluster.keep_logs()  # the workers' logs go with the group; scanned for secrets at the end
     step("delete the group: no worker, no placement directory, no blobs, no record")
