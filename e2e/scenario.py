@@ -318,11 +318,10 @@ class Cluster:
             if key_file.exists():
                 self.never_shown(key_file.read_text().strip())
         found = []
-        texts: dict[str, str] = {name: path.read_text(errors="replace") for name, path in self.logs.items() if path.exists()}
-        # The workers' own logs too (the local provider writes them under the data dirs).
-        texts.update(self.kept_logs)
-        texts.update({str(path.relative_to(self.work)): path.read_text(errors="replace")
-                      for path in self.work.rglob("*.log") if path.is_file()})
+        # Every log under the work directory: the processes' own (`spawn` writes them there)
+        # and the workers' (under the data dirs), with those kept before a group deletion.
+        self.keep_logs()
+        texts = dict(self.kept_logs)
         texts.update({f"cli error {i}": text for i, text in enumerate(self.cli_errors)})
         self.scanned_logs = len([w for w in texts if not w.startswith("cli error")])
         for where, text in texts.items():

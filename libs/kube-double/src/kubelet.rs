@@ -623,14 +623,7 @@ fn write_status(cluster: &Arc<Cluster>, pod: &Value, run: &RunPod) {
         ],
         "containerStatuses": [container],
     });
-    let node_now = pod.pointer("/spec/nodeName").and_then(Value::as_str);
-    if pod.get("status") == Some(&status) && node_now == Some(NODE) {
-        return;
-    }
-    let _ = cluster.store.mutate(pods(), meta::namespace(pod), meta::name(pod), |p| {
-        p["spec"]["nodeName"] = json!(NODE);
-        p["status"] = status;
-    });
+    crate::controllers::pods::write(cluster, pod, Some(NODE), status);
 }
 
 /// A loopback address `127.2.x.y` no other pod (of any double on this machine) holds.

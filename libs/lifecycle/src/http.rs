@@ -19,7 +19,6 @@
 //! - Graceful stop: on `stop`, no new connection is accepted, in-flight requests finish and
 //!   idle keep-alive connections are closed.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -127,8 +126,7 @@ async fn accept_loop(
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let mut request = request.map(Body::new);
             request.extensions_mut().insert(ConnectInfo(peer));
-            let router = router.clone();
-            async move { Ok::<_, Infallible>(router.oneshot(request).await.into_response_ok()) }
+            router.clone().oneshot(request)
         });
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
         tokio::spawn(async move {
@@ -140,19 +138,6 @@ async fn accept_loop(
     }
     drop(listener);
     graceful.shutdown().await;
-}
-
-trait IntoResponseOk {
-    fn into_response_ok(self) -> axum::response::Response;
-}
-
-impl IntoResponseOk for Result<axum::response::Response, Infallible> {
-    fn into_response_ok(self) -> axum::response::Response {
-        match self {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
-    }
 }
 
 /// Why a request body could not be read, as the answer to give.

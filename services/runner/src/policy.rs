@@ -10,6 +10,11 @@ pub use ramen_node_contract::{PolicyConfig, PolicyError};
 use ramen_node_contract::{key_digest, parse_key_hash, parse_net};
 use subtle::ConstantTimeEq;
 
+/// The key of `Authorization: Bearer <key>`.
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim)
+}
+
 /// The compiled policy the request path reads.
 #[derive(Debug, Default)]
 pub struct Policy {
@@ -54,11 +59,20 @@ impl Policy {
         if !self.require_key {
             return true;
         }
-        let Some(key) = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) else {
+        let Some(key) = bearer(authorization) else {
             return false;
         };
         let digest = key_digest(key);
         self.key_hashes.iter().fold(false, |found, h| found | bool::from(h.ct_eq(&digest)))
+    }
+
+    /// Whose session an `initialize` opens, for the per-key cap: a digest of the caller's MCP
+    /// key (`key_ok` has passed), or nobody when this node takes calls without keys.
+    pub fn session_owner(&self, authorization: Option<&str>) -> String {
+        match (self.require_key, bearer(authorization)) {
+            (true, Some(key)) => hex::encode(&key_digest(key)[..12]),
+            _ => String::new(),
+        }
     }
 
     /// The caller's address: the socket peer, or — only when the peer is a trusted proxy —

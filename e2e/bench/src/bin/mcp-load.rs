@@ -62,19 +62,13 @@ async fn open_idle(args: &Args, count: usize) -> anyhow::Result<usize> {
             let args = Args { stateless: false, ..args.clone() };
             let n = per.min(count.saturating_sub(task * per));
             tokio::spawn(async move {
-                let mut opened = 0;
+                if n == 0 {
+                    return anyhow::Ok(0);
+                }
                 let mut session = Session::connect(&args).await?;
-                opened += 1;
+                let mut opened = 1;
                 while opened < n {
-                    session.session = None;
-                    let (init, headers) = session
-                        .post(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-idle","version":"1"}}}"#.into())
-                        .await?;
-                    if !init.contains("protocolVersion") {
-                        bail!("initialize failed: {init}");
-                    }
-                    session.session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-                    session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
+                    session.initialize().await?;
                     opened += 1;
                 }
                 anyhow::Ok(opened)
@@ -121,16 +115,23 @@ impl Session {
             session.stateless_name = Some(args.tool.clone());
             return Ok(session);
         }
-        let (init, headers) = session
+        session.initialize().await?;
+        Ok(session)
+    }
+
+    /// Opens a new session on this connection (initialize, initialized) and makes it current.
+    async fn initialize(&mut self) -> anyhow::Result<()> {
+        self.session = None;
+        let (init, headers) = self
             .post(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-load","version":"1"}}}"#.into())
             .await?;
         if !init.contains("protocolVersion") {
             bail!("initialize failed: {init}");
         }
-        session.session =
+        self.session =
             headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
-        session.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
-        Ok(session)
+        self.post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into()).await?;
+        Ok(())
     }
 
     async fn post(&mut self, body: String) -> anyhow::Result<(String, hyper::HeaderMap)> {

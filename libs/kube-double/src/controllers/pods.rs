@@ -176,7 +176,7 @@ fn container_states(
 }
 
 /// Writes the pod's status (and node) when they changed.
-fn write(cluster: &Cluster, pod: &Value, node: Option<&str>, status: Value) {
+pub(crate) fn write(cluster: &Cluster, pod: &Value, node: Option<&str>, status: Value) {
     let node_now = pod.pointer("/spec/nodeName").and_then(Value::as_str);
     if pod.get("status") == Some(&status) && node_now == node {
         return;

@@ -218,7 +218,9 @@ async fn post_mcp(
     if let Incoming::Request { id, method, params } = &message
         && method == "initialize"
     {
-        return initialize(&node, id.get(), *params, &session_owner(&node, &headers));
+        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let owner = node.policy().session_owner(authorization);
+        return initialize(&node, id.get(), *params, &owner);
     }
     let session = match session(&node, &headers) {
         Ok(session) => session,
@@ -294,21 +296,6 @@ struct InitializeParams<'a> {
     capabilities: Option<&'a serde_json::value::RawValue>,
     #[serde(rename = "clientInfo", borrow, default)]
     client_info: Option<&'a serde_json::value::RawValue>,
-}
-
-/// Whose session an `initialize` opens: a digest of the caller's MCP key (already checked by
-/// `admit`), or nobody when this node takes calls without keys.
-fn session_owner(node: &Node, headers: &HeaderMap) -> String {
-    if !node.policy().require_key {
-        return String::new();
-    }
-    let key = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .unwrap_or_default();
-    hex::encode(&ramen_node_contract::key_digest(key)[..12])
 }
 
 fn initialize(
