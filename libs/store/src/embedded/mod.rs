@@ -8,7 +8,7 @@ mod tables;
 mod write;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use redb::Database;
@@ -24,14 +24,22 @@ pub const FILE_NAME: &str = "ramen-store.redb";
 /// opener) until the last clone is dropped.
 #[derive(Clone)]
 pub struct EmbeddedStore {
-    db: Arc<Database>,
-    path: PathBuf,
+    file: Arc<StoreFile>,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedStore").field("path", &self.path).finish()
+        f.debug_struct("EmbeddedStore").field("path", &self.file.path).finish()
     }
+}
+
+/// The open database file. After an I/O error (a full disk, say) redb refuses every later
+/// call until the file is reopened, so the file is then closed and reopened on the next call:
+/// once space is freed the store works again without a restart.
+struct StoreFile {
+    path: PathBuf,
+    /// `None` after an I/O error, until a reopen succeeds.
+    db: RwLock<Option<Database>>,
 }
 
 impl EmbeddedStore {
@@ -41,17 +49,17 @@ impl EmbeddedStore {
         let path = dir.join(FILE_NAME);
         let file = path.clone();
         let db = tokio::task::spawn_blocking(move || -> Result<Database, StoreError> {
-            std::fs::create_dir_all(&dir)?;
-            Ok(Database::create(&file)?)
+            std::fs::create_dir_all(&dir).map_err(|e| naming(&dir, e.into()))?;
+            Database::create(&file).map_err(|e| naming(&file, e.into()))
         })
         .await
         .map_err(|e| StoreError::Backend(format!("opening the store panicked: {e}")))??;
         tracing::debug!(path = %path.display(), "embedded store open");
-        Ok(Self { db: Arc::new(db), path })
+        Ok(Self { file: Arc::new(StoreFile { path, db: RwLock::new(Some(db)) }) })
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.file.path
     }
 
     /// Runs `work` on the blocking pool with the database.
@@ -59,10 +67,76 @@ impl EmbeddedStore {
         &self,
         work: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let db = Arc::clone(&self.db);
-        tokio::task::spawn_blocking(move || work(&db))
+        let file = Arc::clone(&self.file);
+        tokio::task::spawn_blocking(move || file.run(work))
             .await
             .map_err(|e| StoreError::Backend(format!("store task failed: {e}")))?
+    }
+}
+
+impl StoreFile {
+    fn run<T>(
+        &self,
+        work: impl FnOnce(&Database) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let db = self.db.read().unwrap_or_else(PoisonError::into_inner);
+        let db = match db.as_ref() {
+            Some(_) => db,
+            None => {
+                drop(db);
+                self.reopen()?;
+                self.db.read().unwrap_or_else(PoisonError::into_inner)
+            }
+        };
+        let Some(open) = db.as_ref() else {
+            return Err(StoreError::Unavailable(format!(
+                "{} was closed by another call's I/O error; try again",
+                self.path.display()
+            )));
+        };
+        match work(open) {
+            Err(err) if tables::poisons_the_file(&err) => {
+                drop(db);
+                self.close_after(&err);
+                Err(naming(&self.path, err))
+            }
+            other => other.map_err(|err| naming(&self.path, err)),
+        }
+    }
+
+    /// Closes the file after an I/O error; the next call reopens it.
+    fn close_after(&self, err: &StoreError) {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if db.take().is_some() {
+            tracing::error!(path = %self.path.display(), error = %err, "embedded store I/O error; the file is reopened on the next call");
+        }
+    }
+
+    /// Opens the file again (redb repairs it if the failed write left it unclean).
+    fn reopen(&self) -> Result<(), StoreError> {
+        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if db.is_none() {
+            let reopened = Database::create(&self.path).map_err(|e| {
+                StoreError::Unavailable(format!(
+                    "{} cannot be reopened after an I/O error: {}",
+                    self.path.display(),
+                    StoreError::from(e)
+                ))
+            })?;
+            tracing::info!(path = %self.path.display(), "embedded store reopened");
+            *db = Some(reopened);
+        }
+        Ok(())
+    }
+}
+
+/// An I/O error names the file, so "no space left on device" says which disk to look at.
+fn naming(path: &Path, err: StoreError) -> StoreError {
+    match err {
+        StoreError::Io(e) => {
+            StoreError::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        }
+        other => other,
     }
 }
 

@@ -73,6 +73,20 @@ pub(super) fn missing_is_empty<T>(result: Result<T, TableError>) -> Result<Optio
     }
 }
 
+/// What redb answers every call with after an I/O error, until the file is reopened.
+const PREVIOUS_IO: &str =
+    "an earlier I/O error closed the store's file; it is reopened on the next call";
+
+/// Whether `err` leaves the database file unusable until it is reopened: any I/O error
+/// (redb then refuses every call with `PreviousIo`), and that refusal itself.
+pub(super) fn poisons_the_file(err: &StoreError) -> bool {
+    match err {
+        StoreError::Io(_) => true,
+        StoreError::Unavailable(message) => message == PREVIOUS_IO,
+        _ => false,
+    }
+}
+
 fn from_redb(err: redb::Error) -> StoreError {
     use redb::Error as E;
     match err {
@@ -88,7 +102,8 @@ fn from_redb(err: redb::Error) -> StoreError {
         | E::TypeDefinitionChanged { .. }
         | E::TableIsMultimap(_)
         | E::UpgradeRequired(_) => StoreError::Corrupt(err.to_string()),
-        E::PreviousIo | E::DatabaseClosed => StoreError::Unavailable(err.to_string()),
+        E::PreviousIo => StoreError::Unavailable(PREVIOUS_IO.into()),
+        E::DatabaseClosed => StoreError::Unavailable(err.to_string()),
         other => StoreError::Backend(other.to_string()),
     }
 }
