@@ -106,12 +106,13 @@ def make_repo(at: Path) -> None:
     git(at, "commit", "-qam", "broken import")
     git(at, "tag", "broken")
     git(at, "checkout", "-q", "main")
-    # A new commit with the same packages (a fresh snapshot to upload).
+    # New commits with the same packages (each a fresh snapshot to upload).
     git(at, "checkout", "-qb", "docs-branch")
-    (at / "NOTES.md").write_text("A change that is not code.\n")
-    git(at, "add", "-A")
-    git(at, "commit", "-qm", "docs only")
-    git(at, "tag", "docs")
+    for tag in ("docs", "docs-2", "docs-3"):
+        (at / "NOTES.md").write_text(f"A change that is not code ({tag}).\n")
+        git(at, "add", "-A")
+        git(at, "commit", "-qm", f"docs only ({tag})")
+        git(at, "tag", tag)
     git(at, "checkout", "-q", "main")
 
 
@@ -499,6 +500,119 @@ def deploy_through_a_frozen_s3(cluster: Cluster, url: str, key: str) -> None:
     check(jobs[0]["git_ref"] == "docs" and jobs[0]["state"] == "succeeded", "the job succeeded", jobs[0])
 
 
+class Traffic:
+    """MCP calls through the edge on a thread, one after another, until stopped: what a client
+    saw during a fault (answers, errors, the longest call)."""
+
+    def __init__(self, url: str, key: str) -> None:
+        import threading
+        self.url, self.key = url, key
+        self.answered, self.failed, self.longest = 0, [], 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            started = time.monotonic()
+            try:
+                got = mcp(self.url, self.key, add(n, 1))
+                if got == {"result": n + 1}:
+                    self.answered += 1
+                else:
+                    self.failed.append(repr(got))
+            except Exception as e:  # noqa: BLE001 - every failure is what the client saw
+                while isinstance(e, BaseExceptionGroup) and e.exceptions:
+                    e = e.exceptions[0]
+                self.failed.append(f"{time.strftime('%H:%M:%S')} {type(e).__name__}: {e}")
+            self.longest = max(self.longest, time.monotonic() - started)
+            time.sleep(0.2)
+
+    def stop(self) -> str:
+        self._stop.set()
+        self._thread.join(60)
+        check(not self.failed, "every call through the edge answered", self.failed[:5])
+        check(self.answered > 0, "calls answered during the fault", self.answered)
+        return f"{self.answered} calls answered, 0 failed, the longest {self.longest:.2f} s"
+
+
+def api_get(cluster: Cluster, path: str) -> Any:
+    """A GET on the REST API with the CLI's session (the CLI has no command for every read)."""
+    token = json.loads((cluster.work / "cli.json").read_text())["access_token"]
+    answer = httpx2.get(f"{cluster.api}{path}", headers={"authorization": f"Bearer {token}"}, timeout=10)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def reported_since(cluster: Cluster, since: float) -> bool:
+    """Whether every load cell of the group has a report newer than `since` (epoch seconds)."""
+    from datetime import datetime
+    cells = api_get(cluster, f"/api/load?group={GROUP}")["items"]
+    stamps = [c.get("last_report_at") for c in cells]
+    return bool(stamps) and all(
+        s is not None and datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() > since for s in stamps)
+
+
+def deploy_through_a_killed_bus(cluster: Cluster, url: str, key: str) -> None:
+    """SIGKILL the split topology's nats-server while a deploy runs, start it again 5 s later
+    (same port and JetStream store): calls through the edge go on, the deploy in progress
+    finishes, and the zones' load reports reach the rebalancer again."""
+    import threading
+    traffic = Traffic(url, key)
+    result: dict[str, subprocess.CompletedProcess[str]] = {}
+    deploy = threading.Thread(target=lambda: result.setdefault("done", cluster.cli(
+        "deploy", "prod", "-g", GROUP, "--ref", "docs-2", "--wait", ok=False)))
+    deploy.start()
+    eventually("the deploy running", 60, lambda: any(
+        j["git_ref"] == "docs-2" and j["state"] == "running" for j in cluster.cli_items("jobs", "-g", GROUP)))
+    nats = cluster.procs["nats"]
+    nats.kill()
+    nats.wait(10)
+    time.sleep(5)  # the outage itself: what is measured is how the platform rides it out
+    cluster.spawn("nats", nats.args, dict(os.environ))
+    back = time.time()
+    deploy.join(600)
+    done = result.get("done")
+    check(done is not None and done.returncode == 0, "the deploy in progress finished",
+          done.stdout[-2000:] + done.stderr[-2000:] if done else "still running")
+    jobs = cluster.cli_items("jobs", "-g", GROUP)
+    check(jobs[0]["git_ref"] == "docs-2" and jobs[0]["state"] == "succeeded", "the job succeeded", jobs[0])
+    eventually("load reports after the bus came back", 120, lambda: reported_since(cluster, back))
+    print(f"    {traffic.stop()}; the deploy finished {time.time() - back:.1f} s after the bus came back",
+          flush=True)
+
+
+def deploy_with_s3_down_past_its_budget(cluster: Cluster, url: str, key: str) -> None:
+    """SIGKILL the S3 server and deploy a new commit: its snapshot cannot be uploaded, so the
+    sync step is retried in place and the job redelivered until its deliveries are spent. The
+    job ends dead-lettered with an error naming the blob store; stable serves the old commit
+    throughout. moto keeps nothing, so it comes back with an empty bucket (the last step)."""
+    traffic = Traffic(url, key)
+    s3 = cluster.procs["s3"]
+    s3.kill()
+    s3.wait(10)
+    started = time.monotonic()
+    failed = cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "docs-3", "--wait", ok=False)
+    took = time.monotonic() - started
+    check(failed.returncode != 0, "the deploy fails", failed.stdout)
+    job = cluster.cli_items("jobs", "-g", GROUP)[0]
+    check(job["git_ref"] == "docs-3" and job["state"] == "dead_lettered", "the job is dead-lettered", job)
+    error = job.get("error", "")
+    check("max deliveries" in error and "blob store unavailable" in error,
+          "the job's error names the blob store and its budget", error)
+    before = git(cluster.work / "repo", "rev-parse", "docs-2")
+    for zone in ("local-a", "local-b"):
+        workers = api_get(cluster, f"/api/groups/{GROUP}/zones/{zone}/workers")["items"]
+        stable = [w["loaded_commit"] for w in workers if w["track"] == "worker"]
+        check(stable and all(c == before for c in stable), f"stable on {zone} still on the commit before", workers)
+    cluster.spawn("s3", s3.args, dict(os.environ, MOTO_ALLOW_NONEXISTENT_REGION="true"))
+    eventually("the S3 server back", 30, lambda: httpx2.put(f"{cluster.s3}/{cluster.bucket}").is_success)
+    print(f"    the job dead-lettered {took:.0f} s after it started ({error[:160]}); {traffic.stop()}",
+          flush=True)
+
+
 def scenario(cluster: Cluster) -> None:
     step("log in as the bootstrap admin and set a password")
     email, one_time = cluster.bootstrap_password()
@@ -629,6 +743,8 @@ def scenario(cluster: Cluster) -> None:
             print(f"    5 calls and a login with Redis frozen: {time.monotonic() - started:.1f} s", flush=True)
         finally:
             os.kill(redis.pid, signal.SIGCONT)
+        step("nats-server killed during a deploy: calls go on, the deploy finishes, load reports resume")
+        deploy_through_a_killed_bus(cluster, url, plaintext)
     if cluster.topology == "up":
         step("ramen up's nats-server killed: MCP calls go on, it is restarted, a deploy succeeds")
         survive_a_killed_bus(cluster, url, plaintext)
@@ -661,6 +777,10 @@ def scenario(cluster: Cluster) -> None:
                    lambda zone=zone: status_of(url, plaintext, zone=zone) == 200)
     print(f"    the killed worker replaced and both zones serving {time.monotonic() - killed_at:.1f} s "
           "after the kill", flush=True)
+
+    if cluster.topology == "split":
+        step("S3 down past a deploy's budget: the job is dead-lettered naming it, stable serves on")
+        deploy_with_s3_down_past_its_budget(cluster, url, plaintext)
 
     cluster.keep_logs()  # the workers' logs go with the group; scanned for secrets at the end
     step("delete the group: no worker, no placement directory, no blobs, no record")
@@ -837,7 +957,10 @@ def main() -> int:
         else:
             cluster.start_up() if args.topology == "up" else cluster.start_split()
             scenario(cluster)
-    except Failed as failure:
+    except Exception as failure:  # noqa: BLE001 - a client's exception is a failure too
+        if not isinstance(failure, Failed):
+            import traceback
+            traceback.print_exc()
         print(f"FAILED ({args.topology}): {failure}", file=sys.stderr)
         for name in cluster.logs:
             print(f"\n===== last lines of {name}.log =====\n{cluster.tail(name)}", file=sys.stderr)

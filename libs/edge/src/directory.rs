@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use ramen_access::Caller;
 use ramen_clients::{DeployerClient, ZoneClient};
 use ramen_proto::deployer::v1::GetEnvironmentRequest;
-use ramen_proto::zone::v1::ListEndpointsRequest;
+use ramen_proto::zone::v1::{ListEndpointsRequest, ZoneEndpoints};
 
 #[derive(Clone, Debug, Default)]
 pub struct Route {
@@ -23,7 +23,41 @@ pub struct ZoneRoute {
     pub zone: String,
     /// Empty allows every source.
     pub ip_allow: Vec<IpNet>,
+    /// Where new sessions and stateless calls go.
     pub workers: Vec<WorkerRoute>,
+    /// `host:port` of the zone's other live workers, which take nothing new but still answer
+    /// the sessions they hold: draining ones, and a canary that stood in for a restarting
+    /// stable track.
+    pub hosting_only: Vec<String>,
+}
+
+impl ZoneRoute {
+    /// Whether a session held by the worker at `address` is this zone's.
+    pub fn hosts(&self, address: &str) -> bool {
+        self.workers.iter().any(|w| w.address == address)
+            || self.hosting_only.iter().any(|a| a == address)
+    }
+}
+
+/// The edge's routes from the zone-manager's `ListEndpoints` answer (asked with
+/// `ready_only: false`, so the workers that only finish their sessions come too).
+pub fn zone_routes(zones: Vec<ZoneEndpoints>) -> Vec<ZoneRoute> {
+    zones
+        .into_iter()
+        .map(|z| {
+            let (serving, others): (Vec<_>, Vec<_>) =
+                z.endpoints.into_iter().partition(|e| e.serving);
+            ZoneRoute {
+                zone: z.zone,
+                ip_allow: z.ip_rules.iter().filter_map(|r| r.parse().ok()).collect(),
+                workers: serving
+                    .into_iter()
+                    .map(|e| WorkerRoute { id: e.worker_id, address: e.address, weight: e.weight })
+                    .collect(),
+                hosting_only: others.into_iter().map(|e| e.address).collect(),
+            }
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -82,7 +116,19 @@ pub trait Directory: Send + Sync + 'static {
 
     /// Forgets what is cached for the environment (a worker did not answer).
     fn invalidate(&self, _group: &str, _environment: &str) {}
+
+    /// The route asked again of the control plane, after no worker of the cached one took a
+    /// request (its workers may have restarted since). A directory that caches answers with
+    /// one fetched a moment ago, so the requests that all found the same stale route fetch it
+    /// about once.
+    async fn refetch(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
+        self.invalidate(group, environment);
+        self.route(group, environment).await
+    }
 }
+
+/// How recent a cached answer [`Directory::refetch`] takes instead of fetching again.
+const REFETCH_AFTER: Duration = Duration::from_millis(250);
 
 /// A fixed table (tests, and single-node setups without a control plane).
 #[derive(Default)]
@@ -176,7 +222,7 @@ impl GrpcDirectory {
         let request = ListEndpointsRequest {
             group: group.to_owned(),
             zones: env.zones.clone(),
-            ready_only: true,
+            ready_only: false,
             page: None,
         };
         let endpoints = self
@@ -184,20 +230,7 @@ impl GrpcDirectory {
             .list_endpoints(&edge(), request)
             .await
             .map_err(|error| DirectoryError::Unavailable(error.message))?;
-        let zones = endpoints
-            .zones
-            .into_iter()
-            .map(|z| ZoneRoute {
-                zone: z.zone,
-                ip_allow: z.ip_rules.iter().filter_map(|r| r.parse().ok()).collect(),
-                workers: z
-                    .endpoints
-                    .into_iter()
-                    .filter(|e| e.ready)
-                    .map(|e| WorkerRoute { id: e.worker_id, address: e.address, weight: e.weight })
-                    .collect(),
-            })
-            .collect();
+        let zones = zone_routes(endpoints.zones);
         Ok((Route { zones }, blocked))
     }
 
@@ -231,11 +264,48 @@ impl Directory for GrpcDirectory {
     fn invalidate(&self, group: &str, environment: &str) {
         self.cache.lock().remove(&(group.to_owned(), environment.to_owned()));
     }
+
+    async fn refetch(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
+        let key = (group.to_owned(), environment.to_owned());
+        if let Some(cached) = self.cache.lock().get(&key)
+            && cached.at.elapsed() < REFETCH_AFTER
+        {
+            return Ok(cached.route.clone());
+        }
+        self.invalidate(group, environment);
+        self.route(group, environment).await
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn routes_place_on_serving_workers_and_follow_the_others_sessions() {
+        use ramen_proto::zone::v1::Endpoint;
+        let endpoint = |id: &str, serving: bool| Endpoint {
+            worker_id: id.into(),
+            address: format!("{id}:1"),
+            weight: 7,
+            ready: true,
+            serving,
+            ..Default::default()
+        };
+        let zones = zone_routes(vec![ZoneEndpoints {
+            zone: "a".into(),
+            ip_rules: vec!["10.0.0.0/8".into()],
+            endpoints: vec![endpoint("worker-canary-0", true), endpoint("worker-0", false)],
+        }]);
+        let zone = &zones[0];
+        assert_eq!(
+            zone.workers.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
+            ["worker-canary-0"]
+        );
+        assert_eq!(zone.hosting_only, ["worker-0:1"]);
+        assert!(zone.hosts("worker-0:1") && zone.hosts("worker-canary-0:1") && !zone.hosts("x:1"));
+        assert_eq!(zone.ip_allow, ["10.0.0.0/8".parse::<IpNet>().unwrap()]);
+    }
 
     #[test]
     fn blocked_names_and_packages() {

@@ -22,7 +22,7 @@ mod stateless;
 
 pub use directory::{
     Blocked, Directory, DirectoryError, GrpcDirectory, Route, StaticDirectory, WorkerRoute,
-    ZoneRoute,
+    ZoneRoute, zone_routes,
 };
 pub use proxy::{Edge, EdgeSettings, router};
 pub use session::SessionSealer;

@@ -175,7 +175,7 @@ async fn routed(
             return resume_on(edge, route, &node, client, parts, body).await;
         }
     }
-    place(edge, route, (group, environment), client, parts, body, stateless).await
+    place(edge, route, (group, environment), client, parts, body).await
 }
 
 /// A retry answering a question a node asked mid-call goes to that node, which holds the
@@ -234,7 +234,7 @@ async fn follow_session(
     let Some((worker, node_session)) = edge.sealer.open(sealed) else {
         return refuse(StatusCode::NOT_FOUND, "session not found; initialize a new one");
     };
-    let zone = route.zones.iter().find(|z| z.workers.iter().any(|w| w.address == worker));
+    let zone = route.zones.iter().find(|z| z.hosts(&worker));
     let Some(zone) = zone else {
         return refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one");
     };
@@ -250,9 +250,10 @@ async fn follow_session(
 }
 
 /// A request without a session (initialize, or a stateless request): pinned zone or by
-/// weight, failing over to the next worker and zone while connections are refused — and,
-/// for a stateless request, while workers answer 503 (draining or at their cap: the request
-/// was not processed, so another worker may take it).
+/// weight, failing over to the next worker and zone while connections are refused or workers
+/// answer 503 (draining or at their cap: a node answers 503 before it processes anything, so
+/// another worker may take the request). When no worker of the route took it, the route may
+/// be stale (its workers restarted since it was cached): once more on a fresh one.
 async fn place(
     edge: &Edge,
     route: &Route,
@@ -260,38 +261,69 @@ async fn place(
     client: IpAddr,
     parts: http::request::Parts,
     body: Bytes,
-    stateless: bool,
 ) -> Response {
+    let refused = match place_on(edge, route, (group, environment), client, &parts, &body).await {
+        Placement::Answered(response) => return response,
+        Placement::NotTaken(refused) => refused,
+    };
+    let Ok(fresh) = edge.directory.refetch(group, environment).await else {
+        return refused
+            .unwrap_or_else(|| unavailable("every worker of the environment is unreachable"));
+    };
+    match place_on(edge, &fresh, (group, environment), client, &parts, &body).await {
+        Placement::Answered(response) => response,
+        // Every worker refused: pass the last refusal on (its Retry-After and JSON-RPC error).
+        Placement::NotTaken(refused) => refused.unwrap_or_else(|| {
+            if fresh.zones.iter().all(|z| z.workers.is_empty()) {
+                unavailable("no ready worker serves this environment right now")
+            } else {
+                unavailable("every worker of the environment is unreachable")
+            }
+        }),
+    }
+}
+
+enum Placement {
+    /// A worker's answer, or the edge's final refusal (unknown zone, source not allowed).
+    Answered(Response),
+    /// No worker took the request; the last 503 one answered, if any.
+    NotTaken(Option<Response>),
+}
+
+async fn place_on(
+    edge: &Edge,
+    route: &Route,
+    (group, environment): (&str, &str),
+    client: IpAddr,
+    parts: &http::request::Parts,
+    body: &Bytes,
+) -> Placement {
     let pinned = parts.headers.get(ZONE_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
     let zones = match select::zones(route, pinned, client) {
         Ok(zones) => zones,
         Err(Refusal::UnknownZone(zone)) => {
-            return refuse(
+            return Placement::Answered(refuse(
                 StatusCode::NOT_FOUND,
                 &format!("zone {zone:?} does not serve this environment"),
-            );
+            ));
         }
         Err(Refusal::Forbidden) => {
-            return refuse(
+            return Placement::Answered(refuse(
                 StatusCode::FORBIDDEN,
                 &format!("source address {client} is not allowed"),
-            );
+            ));
         }
-        Err(Refusal::NoWorkers) => {
-            return unavailable("no ready worker serves this environment right now");
-        }
+        Err(Refusal::NoWorkers) => return Placement::NotTaken(None),
     };
     let mut refused = None;
     for zone in zones {
         for worker in select::workers(zone) {
-            match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
-                Ok(response)
-                    if stateless && response.status() == StatusCode::SERVICE_UNAVAILABLE =>
-                {
-                    tracing::debug!(worker = %worker.id, zone = %zone.zone, "worker refused a stateless request (503); trying the next");
+            match forward(edge, &worker.address, None, client, parts, body.clone()).await {
+                Ok(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => {
+                    tracing::debug!(worker = %worker.id, zone = %zone.zone, "worker refused the request (503); trying the next");
                     refused = Some(response);
                 }
-                Ok(response) => return response,
+                Ok(response) => return Placement::Answered(response),
                 Err(err) => {
                     tracing::warn!(worker = %worker.id, zone = %zone.zone, %err, "worker unreachable; trying the next");
                     edge.directory.invalidate(group, environment);
@@ -299,8 +331,7 @@ async fn place(
             }
         }
     }
-    // Every worker refused: pass the last refusal on (its Retry-After and JSON-RPC error).
-    refused.unwrap_or_else(|| unavailable("every worker of the environment is unreachable"))
+    Placement::NotTaken(refused)
 }
 
 fn unavailable(message: &str) -> Response {

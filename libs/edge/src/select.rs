@@ -89,6 +89,7 @@ mod tests {
 
     fn zone(name: &str, rules: &[&str], weights: &[u32]) -> ZoneRoute {
         ZoneRoute {
+            hosting_only: Vec::new(),
             zone: name.into(),
             ip_allow: rules.iter().map(|r| r.parse().unwrap()).collect(),
             workers: weights

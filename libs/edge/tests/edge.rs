@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ramen_blob::{BlobStore, LocalDirStore};
 use ramen_edge::{
-    Blocked, Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute,
-    router,
+    Blocked, Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, StaticDirectory,
+    WorkerRoute, ZoneRoute, router,
 };
 use ramen_node_contract::archive::pack_dir;
 use ramen_node_contract::key_hash as hash_key;
@@ -71,6 +71,7 @@ struct Setup {
 
 fn zone_route(zone: &str, worker: &Worker, weight: u32, rules: &[&str]) -> ZoneRoute {
     ZoneRoute {
+        hosting_only: Vec::new(),
         zone: zone.into(),
         ip_allow: rules.iter().map(|r| r.parse().unwrap()).collect(),
         workers: vec![WorkerRoute {
@@ -97,8 +98,14 @@ async fn setup_on(repo: &str, node_rules: &[&str]) -> Setup {
         "prod",
         Route { zones: vec![zone_route("a", &a, 50, &[]), zone_route("b", &b, 50, &[])] },
     );
+    let (edge_url, metrics) = serve_edge(directory.clone()).await;
+    Setup { edge_url, metrics, directory, a: Some(a), b: Some(b), _dirs: (da, db) }
+}
+
+/// An edge on `directory`, on a port the kernel picks: its MCP URL for `g/prod`, its metrics.
+async fn serve_edge(directory: Arc<dyn Directory>) -> (String, Metrics) {
     let edge = Arc::new(Edge::new(
-        directory.clone(),
+        directory,
         SessionSealer::from_secret(b"test"),
         EdgeSettings {
             max_body_bytes: 64 * 1024,
@@ -115,14 +122,7 @@ async fn setup_on(repo: &str, node_rules: &[&str]) -> Setup {
             .await
             .unwrap();
     });
-    Setup {
-        edge_url: format!("http://{addr}/mcp/g/prod"),
-        metrics,
-        directory,
-        a: Some(a),
-        b: Some(b),
-        _dirs: (da, db),
-    }
+    (format!("http://{addr}/mcp/g/prod"), metrics)
 }
 
 struct Client {
@@ -213,6 +213,87 @@ async fn unpinned_requests_fail_over_when_a_zone_is_down() {
         503,
         "a pinned zone does not fail over"
     );
+}
+
+#[tokio::test]
+async fn a_draining_worker_hands_new_sessions_to_the_next() {
+    let setup = setup(&[]).await;
+    let (a, b) = (setup.a.as_ref().unwrap(), setup.b.as_ref().unwrap());
+    a.node.start_draining();
+    for _ in 0..10 {
+        let mut client = Client::new(&setup.edge_url);
+        let status = client.initialize(None).await.status();
+        assert_eq!(status, 200, "zone a's node refuses new sessions (503): b takes them");
+    }
+    assert_eq!((a.node.sessions.len(), b.node.sessions.len()), (0, 10));
+}
+
+/// What the edge's gRPC directory does, in small: answers from its cache until invalidated.
+#[derive(Default)]
+struct CachingDirectory {
+    control_plane: StaticDirectory,
+    cached: parking_lot::Mutex<Option<Arc<Route>>>,
+}
+
+#[async_trait::async_trait]
+impl Directory for CachingDirectory {
+    async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
+        if let Some(route) = self.cached.lock().clone() {
+            return Ok(route);
+        }
+        let fresh = self.control_plane.route(group, environment).await?;
+        *self.cached.lock() = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    fn invalidate(&self, _group: &str, _environment: &str) {
+        *self.cached.lock() = None;
+    }
+}
+
+#[tokio::test]
+async fn a_stale_route_is_fetched_again_when_none_of_its_workers_takes_a_request() {
+    let mut setup = setup(&[]).await;
+    let a = setup.a.take().unwrap();
+    let directory = Arc::new(CachingDirectory::default());
+    let only = |worker: &Worker| Route { zones: vec![zone_route("a", worker, 100, &[])] };
+    directory.control_plane.set("g", "prod", only(&a));
+    let (url, _metrics) = serve_edge(directory.clone()).await;
+    assert_eq!(Client::new(&url).initialize(None).await.status(), 200, "the route is cached");
+
+    // Zone a's worker is replaced (a restart in a deploy: a new process, a new address) while
+    // the edge still holds the route to the old one.
+    a.stop_now().await;
+    directory.control_plane.set("g", "prod", only(setup.b.as_ref().unwrap()));
+    for _ in 0..3 {
+        let mut client = Client::new(&url);
+        assert_eq!(client.initialize(None).await.status(), 200, "served on the fresh route");
+        assert_eq!(client.add(1, 2).await.status(), 200);
+    }
+}
+
+#[tokio::test]
+async fn a_worker_that_stops_taking_sessions_still_answers_the_ones_it_holds() {
+    let setup = setup(&[]).await;
+    let (a, b) = (setup.a.as_ref().unwrap(), setup.b.as_ref().unwrap());
+    let mut held = Client::new(&setup.edge_url);
+    assert_eq!(held.initialize(Some("a")).await.status(), 200);
+    // Zone a's node stops taking sessions (a canary that stood in while stable restarted, now
+    // that stable is back; or a draining node): b takes the zone's new ones.
+    let moved = ZoneRoute {
+        workers: zone_route("a", b, 100, &[]).workers,
+        hosting_only: vec![a.mcp_addr.to_string()],
+        ..zone_route("a", a, 100, &[])
+    };
+    setup.directory.set("g", "prod", Route { zones: vec![moved] });
+    let answer: Value = held.add(40, 2).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 42, "still served: {answer}");
+    let mut new = Client::new(&setup.edge_url);
+    assert_eq!(new.initialize(Some("a")).await.status(), 200);
+    assert_eq!((a.node.sessions.len(), b.node.sessions.len()), (1, 1));
+    // A worker the zone no longer lists at all is gone for its sessions.
+    setup.directory.set("g", "prod", Route { zones: vec![zone_route("a", b, 100, &[])] });
+    assert_eq!(held.add(1, 1).await.status(), 404);
 }
 
 #[tokio::test]

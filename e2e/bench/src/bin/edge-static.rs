@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
     directory.set(
         "bench",
         "prod",
-        Route { zones: vec![ZoneRoute { zone: "local".into(), ip_allow: vec![], workers }] },
+        Route { zones: vec![ZoneRoute { zone: "local".into(), workers, ..ZoneRoute::default() }] },
     );
     let edge = Arc::new(Edge::new(
         directory,

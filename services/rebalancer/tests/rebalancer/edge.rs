@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use ramen_clients::Signed;
 use ramen_edge::{
-    Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, WorkerRoute, ZoneRoute,
-    router,
+    Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, router, zone_routes,
 };
 use ramen_proto::rebalancer::v1 as pb;
 use ramen_proto::runner::v1::StatusRequest;
@@ -34,7 +33,7 @@ impl Directory for ZoneDirectory {
         let request = ListEndpointsRequest {
             group: group.into(),
             zones: Vec::new(),
-            ready_only: true,
+            ready_only: false,
             page: None,
         };
         let answer = self
@@ -43,16 +42,7 @@ impl Directory for ZoneDirectory {
             .list_endpoints(request)
             .await
             .map_err(|s| DirectoryError::Unavailable(s.message().into()))?;
-        let zones = answer.into_inner().zones.into_iter().map(|z| ZoneRoute {
-            zone: z.zone,
-            ip_allow: Vec::new(),
-            workers: z
-                .endpoints
-                .into_iter()
-                .map(|e| WorkerRoute { id: e.worker_id, address: e.address, weight: e.weight })
-                .collect(),
-        });
-        Ok(Arc::new(Route { zones: zones.collect() }))
+        Ok(Arc::new(Route { zones: zone_routes(answer.into_inner().zones) }))
     }
 }
 

@@ -90,6 +90,7 @@ impl ZoneApi {
                         address: e.address,
                         weight: e.weight,
                         ready: e.ready,
+                        serving: e.serving,
                     })
                     .collect(),
             })

@@ -1,11 +1,14 @@
 //! The local load balancer: which workers the MCP edge routes a group's calls to, and with
 //! what weight (set by the rebalancer).
 
+use std::collections::HashSet;
+
 use ramen_proto::common::v1::PageInfo;
 
 use super::ZoneManager;
 use crate::error::{Error, Result};
 use crate::model::{PlacementPhase, TrackKind};
+use crate::provider::WorkerView;
 use crate::store::Page;
 use crate::validate;
 
@@ -22,6 +25,8 @@ pub struct Endpoint {
     pub address: String,
     pub weight: u32,
     pub ready: bool,
+    /// New sessions and stateless calls may be placed on it (see [`serving`]).
+    pub serving: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -86,13 +91,15 @@ impl ZoneManager {
                 Ok(provider) => provider.workers(&placement).await?,
                 Err(_) => Vec::new(),
             };
+            let serving = serving(&workers);
             let endpoints = workers
                 .into_iter()
-                .filter(|w| !ready_only || (w.is_ready() && w.track == TrackKind::Worker))
+                .filter(|w| !ready_only || serving.contains(&w.id))
                 .filter(|w| !w.mcp_address.is_empty())
                 .map(|w| Endpoint {
                     weight: placement.edge_weights.get(&w.id).copied().unwrap_or(DEFAULT_WEIGHT),
                     ready: w.is_ready(),
+                    serving: serving.contains(&w.id),
                     address: w.mcp_address,
                     track: w.track,
                     worker_id: w.id,
@@ -106,4 +113,16 @@ impl ZoneManager {
         }
         Ok(page.slice(out))
     }
+}
+
+/// The ids of the workers the edge places a zone's new sessions and stateless calls on: its
+/// ready stable workers; while it has none (a track of one restarting in a deploy, a crashed
+/// worker being replaced), its ready canaries, which run the commit that passed the smoke
+/// test, rather than no one.
+fn serving(workers: &[WorkerView]) -> HashSet<String> {
+    let ready = |track| {
+        workers.iter().filter(move |w| w.is_ready() && w.track == track).map(|w| w.id.clone())
+    };
+    let stable: HashSet<String> = ready(TrackKind::Worker).collect();
+    if stable.is_empty() { ready(TrackKind::Canary).collect() } else { stable }
 }

@@ -257,3 +257,35 @@ async fn restarting_in_place_keeps_the_other_track_and_the_rest_of_the_track_ser
     );
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_track_of_one_restarting_hands_its_calls_to_the_ready_canary() {
+    let mut h = Harness::start().await;
+    h.configured("team", "local-a", "c1").await;
+    assert!(h.restart("team", "local-a", common::Track::Worker, MINUTE).await.ready);
+    h.write_config("team", "local-a", "c2", "examples/hello-repo").await;
+    assert!(h.restart("team", "local-a", common::Track::WorkerCanary, MINUTE).await.ready);
+
+    // A deploy's stable step on a zone of one stable worker: while it restarts on c2, the
+    // edge's list offers the canary (on c2, smoke-tested) instead of no one.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (calls, ok, failed) = call_through_the_edge(&h, stop.clone());
+    let stable = h.restart("team", "local-a", common::Track::Worker, MINUTE).await;
+    stop.store(true, Ordering::SeqCst);
+    calls.await.unwrap();
+    assert!(stable.ready && stable.workers[0].loaded_commit == "c2", "{stable:?}");
+    assert!(ok.load(Ordering::SeqCst) > 0);
+    assert_eq!(
+        failed.load(Ordering::SeqCst),
+        0,
+        "the canary answered while stable's only worker restarted"
+    );
+
+    // Stable ready again: the edge's list is stable alone.
+    let request =
+        pb::ListEndpointsRequest { group: "team".into(), ready_only: true, ..Default::default() };
+    let zones = h.client.list_endpoints(request).await.unwrap().into_inner().zones;
+    let ids: Vec<_> = zones[0].endpoints.iter().map(|e| e.worker_id.as_str()).collect();
+    assert_eq!(ids, ["worker-0"]);
+    h.stop().await;
+}
