@@ -38,8 +38,14 @@ impl std::fmt::Debug for EmbeddedStore {
 /// once space is freed the store works again without a restart.
 struct StoreFile {
     path: PathBuf,
-    /// `None` after an I/O error, until a reopen succeeds.
-    db: RwLock<Option<Database>>,
+    open: RwLock<Opened>,
+}
+
+/// The database, `None` after an I/O error until a reopen succeeds; `generation` counts the
+/// opens, so a call failing on an earlier one cannot close the file a later call reopened.
+struct Opened {
+    db: Option<Database>,
+    generation: u64,
 }
 
 impl EmbeddedStore {
@@ -55,7 +61,7 @@ impl EmbeddedStore {
         .await
         .map_err(|e| StoreError::Backend(format!("opening the store panicked: {e}")))??;
         tracing::debug!(path = %path.display(), "embedded store open");
-        Ok(Self { file: Arc::new(StoreFile { path, db: RwLock::new(Some(db)) }) })
+        Ok(Self { file: Arc::new(StoreFile::new(path, db)) })
     }
 
     pub fn path(&self) -> &Path {
@@ -75,47 +81,49 @@ impl EmbeddedStore {
 }
 
 impl StoreFile {
+    fn new(path: PathBuf, db: Database) -> Self {
+        Self { path, open: RwLock::new(Opened { db: Some(db), generation: 0 }) }
+    }
+
     fn run<T>(
         &self,
         work: impl FnOnce(&Database) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let db = self.db.read().unwrap_or_else(PoisonError::into_inner);
-        let db = match db.as_ref() {
-            Some(_) => db,
-            None => {
-                drop(db);
-                self.reopen()?;
-                self.db.read().unwrap_or_else(PoisonError::into_inner)
-            }
-        };
-        let Some(open) = db.as_ref() else {
+        let mut open = self.open.read().unwrap_or_else(PoisonError::into_inner);
+        if open.db.is_none() {
+            drop(open);
+            self.reopen()?;
+            open = self.open.read().unwrap_or_else(PoisonError::into_inner);
+        }
+        let (Some(db), generation) = (open.db.as_ref(), open.generation) else {
             return Err(StoreError::Unavailable(format!(
                 "{} was closed by another call's I/O error; try again",
                 self.path.display()
             )));
         };
-        match work(open) {
+        match work(db) {
             Err(err) if tables::poisons_the_file(&err) => {
-                drop(db);
-                self.close_after(&err);
+                drop(open);
+                self.close_after(generation, &err);
                 Err(naming(&self.path, err))
             }
             other => other.map_err(|err| naming(&self.path, err)),
         }
     }
 
-    /// Closes the file after an I/O error; the next call reopens it.
-    fn close_after(&self, err: &StoreError) {
-        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        if db.take().is_some() {
+    /// Closes the file after an I/O error (unless it was reopened since); the next call
+    /// reopens it.
+    fn close_after(&self, generation: u64, err: &StoreError) {
+        let mut open = self.open.write().unwrap_or_else(PoisonError::into_inner);
+        if open.generation == generation && open.db.take().is_some() {
             tracing::error!(path = %self.path.display(), error = %err, "embedded store I/O error; the file is reopened on the next call");
         }
     }
 
     /// Opens the file again (redb repairs it if the failed write left it unclean).
     fn reopen(&self) -> Result<(), StoreError> {
-        let mut db = self.db.write().unwrap_or_else(PoisonError::into_inner);
-        if db.is_none() {
+        let mut open = self.open.write().unwrap_or_else(PoisonError::into_inner);
+        if open.db.is_none() {
             let reopened = Database::create(&self.path).map_err(|e| {
                 StoreError::Unavailable(format!(
                     "{} cannot be reopened after an I/O error: {}",
@@ -124,7 +132,8 @@ impl StoreFile {
                 ))
             })?;
             tracing::info!(path = %self.path.display(), "embedded store reopened");
-            *db = Some(reopened);
+            open.db = Some(reopened);
+            open.generation += 1;
         }
         Ok(())
     }
