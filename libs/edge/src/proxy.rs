@@ -253,7 +253,9 @@ async fn follow_session(
 /// weight, failing over to the next worker and zone while connections are refused or workers
 /// answer 503 (draining or at their cap: a node answers 503 before it processes anything, so
 /// another worker may take the request). When no worker of the route took it, the route may
-/// be stale (its workers restarted since it was cached): once more on a fresh one.
+/// be stale (its workers restarted since it was cached): once more on a fresh one, unless the
+/// directory answers with the same route (fetched a moment ago), so an overload that has every
+/// worker at its cap is not offered to them twice.
 async fn place(
     edge: &Edge,
     route: &Route,
@@ -266,9 +268,13 @@ async fn place(
         Placement::Answered(response) => return response,
         Placement::NotTaken(refused) => refused,
     };
-    let Ok(fresh) = edge.directory.refetch(group, environment).await else {
-        return refused
-            .unwrap_or_else(|| unavailable("every worker of the environment is unreachable"));
+    let fresh = match edge.directory.refetch(group, environment).await {
+        // The same route (fetched a moment ago): its workers were all just tried.
+        Ok(fresh) if !std::ptr::eq(&*fresh, route) => fresh,
+        _ => {
+            return refused
+                .unwrap_or_else(|| unavailable("every worker of the environment is unreachable"));
+        }
     };
     match place_on(edge, &fresh, (group, environment), client, &parts, &body).await {
         Placement::Answered(response) => response,
