@@ -55,6 +55,9 @@ pub struct KubernetesConfig {
     pub site_packages: Vec<String>,
     /// Extra `pip install` arguments of the environment builder (an index URL).
     pub pip_args: Vec<String>,
+    /// The AWS APIs (IAM, ELBv2, WAFv2) of AWS zones' cloud resources; empty = AWS (or
+    /// `AWS_ENDPOINT_URL`); a stand-in such as moto in tests.
+    pub aws_endpoint: String,
 }
 
 impl Default for KubernetesConfig {
@@ -74,6 +77,7 @@ impl Default for KubernetesConfig {
             python: "/usr/bin/python3".into(),
             site_packages: Vec::new(),
             pip_args: Vec::new(),
+            aws_endpoint: String::new(),
         }
     }
 }
@@ -96,6 +100,18 @@ pub struct ClusterConfig {
     pub project: String,
     /// AWS: the account of the workers' IAM roles (IRSA).
     pub account_id: String,
+    /// AWS: the cluster's OIDC issuer without `https://`
+    /// (`oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE`), registered as an IAM OIDC provider;
+    /// with `account_id`, each placement gets an IAM role its ServiceAccount assumes.
+    pub oidc_provider: String,
+    /// AWS: the VPC of the cluster's pods, where each placement's target group is made.
+    pub vpc_id: String,
+    /// AWS: the shared ALB listener (HTTPS) every zone of this cluster is reached through;
+    /// empty = ramen makes no load-balancer route.
+    pub listener_arn: String,
+    /// AWS: the regional WAFv2 web ACL on that ALB, where each group's IP rules become a rule
+    /// over the group's IP sets; empty = the nodes' allow-lists only.
+    pub web_acl_arn: String,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +146,76 @@ impl ClusterConfig {
     }
 }
 
+impl ClusterConfig {
+    /// The AWS cloud settings: ARNs of the right service and region, and what each needs.
+    fn validate_aws(&self, name: &str) -> Result<(), ConfigError> {
+        let key = |field: &str| format!("kubernetes.clusters.{name}.{field}");
+        let arn = |field: &str, value: &str, service: &str, resource: &str| {
+            if value.is_empty() {
+                return Ok(());
+            }
+            let parts: Vec<&str> = value.splitn(6, ':').collect();
+            let fits = parts.len() == 6
+                && parts[0] == "arn"
+                && parts[2] == service
+                && parts[5].starts_with(resource);
+            if !fits {
+                return Err(ConfigError::invalid(
+                    &key(field),
+                    format!(
+                        "{value:?} is not an ARN of the form arn:aws:{service}:<region>:<account>:{resource}…"
+                    ),
+                ));
+            }
+            if !self.region.is_empty() && parts[3] != self.region {
+                return Err(ConfigError::invalid(
+                    &key(field),
+                    format!(
+                        "is in region {:?}, not the cluster's region {:?}",
+                        parts[3], self.region
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        arn("listener_arn", &self.listener_arn, "elasticloadbalancing", "listener/app/")?;
+        arn("web_acl_arn", &self.web_acl_arn, "wafv2", "regional/webacl/")?;
+        if !self.listener_arn.is_empty() && !self.vpc_id.starts_with("vpc-") {
+            return Err(ConfigError::invalid(
+                &key("vpc_id"),
+                format!(
+                    "{:?} is not a VPC id (vpc-…); the placements' target groups of listener_arn are made in it",
+                    self.vpc_id
+                ),
+            ));
+        }
+        if self.oidc_provider.starts_with("https://") || self.oidc_provider.contains(' ') {
+            return Err(ConfigError::invalid(
+                &key("oidc_provider"),
+                format!(
+                    "{:?}: give the issuer without https:// (oidc.eks.<region>.amazonaws.com/id/…)",
+                    self.oidc_provider
+                ),
+            ));
+        }
+        if !self.oidc_provider.is_empty() && self.account_id.is_empty() {
+            return Err(ConfigError::invalid(
+                &key("account_id"),
+                "is required with oidc_provider (the IAM roles' account)",
+            ));
+        }
+        let account_ok =
+            self.account_id.len() == 12 && self.account_id.chars().all(|c| c.is_ascii_digit());
+        if !self.account_id.is_empty() && !account_ok {
+            return Err(ConfigError::invalid(
+                &key("account_id"),
+                format!("{:?} is not a 12-digit AWS account id", self.account_id),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl KubernetesConfig {
     /// The cluster (name and settings) a zone of `provider` at `location` runs in.
     pub fn cluster_for(&self, provider: &str, location: &str) -> Option<(&str, &ClusterConfig)> {
@@ -153,6 +239,9 @@ impl KubernetesConfig {
                     &key("region"),
                     "is required (the cluster's region, e.g. us-central1)",
                 ));
+            }
+            if cluster.provider == "aws" {
+                cluster.validate_aws(name)?;
             }
             if cluster.access == ClusterAccess::InCluster
                 && !(cluster.kubeconfig.is_empty() && cluster.context.is_empty())
@@ -258,6 +347,42 @@ mod tests {
         assert!(err.contains("kubernetes.clusters.one.provider"), "{err}");
         let err = check(&|c| c.clusters.get_mut("one").unwrap().region.clear());
         assert!(err.contains("kubernetes.clusters.one.region"), "{err}");
+        let aws = |edit: &dyn Fn(&mut ClusterConfig)| {
+            check(&|c| {
+                let one = c.clusters.get_mut("one").unwrap();
+                *one = cluster("aws", "us-east-1");
+                edit(one);
+            })
+        };
+        let err = aws(&|c| {
+            c.listener_arn =
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/x/1".into()
+        });
+        assert!(
+            err.contains("kubernetes.clusters.one.listener_arn") && err.contains("listener/app/"),
+            "{err}"
+        );
+        let err = aws(&|c| {
+            c.listener_arn =
+                "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/x/1/2".into()
+        });
+        assert!(err.contains("listener_arn") && err.contains("eu-west-1"), "{err}");
+        let err = aws(&|c| {
+            c.listener_arn =
+                "arn:aws:elasticloadbalancing:us-east-1:123456789012:listener/app/x/1/2".into()
+        });
+        assert!(err.contains("kubernetes.clusters.one.vpc_id"), "{err}");
+        let err = aws(&|c| {
+            c.web_acl_arn = "arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/1".into()
+        });
+        assert!(err.contains("kubernetes.clusters.one.web_acl_arn"), "{err}");
+        let err =
+            aws(&|c| c.oidc_provider = "https://oidc.eks.us-east-1.amazonaws.com/id/X".into());
+        assert!(err.contains("kubernetes.clusters.one.oidc_provider"), "{err}");
+        let err = aws(&|c| c.oidc_provider = "oidc.eks.us-east-1.amazonaws.com/id/X".into());
+        assert!(err.contains("kubernetes.clusters.one.account_id"), "{err}");
+        let err = aws(&|c| c.account_id = "12345".into());
+        assert!(err.contains("12-digit"), "{err}");
         let err = check(&|c| {
             c.clusters.insert("two".into(), cluster("gcp", "us-central1"));
         });

@@ -155,6 +155,10 @@ const ABOUT: &[(&str, &str)] = &[
         "gateway.trusted_proxies",
         "Comma-separated CIDRs of proxies whose `X-Forwarded-For` the gateway believes for the client address",
     ),
+    (
+        "kubernetes.aws_endpoint",
+        "IAM, ELBv2 and WAFv2 endpoint of AWS zones' cloud resources; empty = AWS (or `AWS_ENDPOINT_URL`)",
+    ),
     ("kubernetes.bind_pod_ip", "Workers bind the pod IP rather than every address"),
     (
         "kubernetes.clusters",

@@ -38,6 +38,37 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// One EC2 query-API call (the network a test's load balancer needs: `CreateVpc`,
+    /// `CreateSubnet`), answering the text of the response's first `<field>` element. moto
+    /// routes by the service named in the credential scope and checks no signature, so the
+    /// test needs no EC2 SDK to set the scene for the SDKs under test.
+    pub async fn ec2(&self, params: &[(&str, &str)], field: &str) -> anyhow::Result<String> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut form = String::from("Version=2016-11-15");
+        for (key, value) in params {
+            form.push('&');
+            form.push_str(&form_encode(key));
+            form.push('=');
+            form.push_str(&form_encode(value));
+        }
+        let auth = "AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0";
+        let request = format!(
+            "POST / HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: {auth}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await?;
+        stream.write_all(request.as_bytes()).await?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body).await?;
+        let open = format!("<{field}>");
+        let start =
+            body.find(&open).ok_or_else(|| anyhow::anyhow!("no {field} in {body}"))? + open.len();
+        let end =
+            body[start..].find('<').ok_or_else(|| anyhow::anyhow!("unclosed {field} in {body}"))?;
+        Ok(body[start..start + end].to_owned())
+    }
+
     async fn wait_ready(&mut self) -> anyhow::Result<()> {
         let port = self.port;
         self.server
@@ -70,4 +101,15 @@ impl Moto {
     pub fn process(&self) -> &ServerProcess {
         &self.server
     }
+}
+
+fn form_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

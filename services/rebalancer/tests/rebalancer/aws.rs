@@ -25,19 +25,9 @@ fn client(moto: &Moto) -> Client {
     Client::from_conf(config)
 }
 
-/// EC2 query API calls for the network the load balancer needs (moto does not check
-/// signatures; the ELBv2 SDK is the client under test, EC2 only sets the scene).
+/// EC2 for the network the load balancer needs (the ELBv2 SDK is the client under test).
 async fn ec2(moto: &Moto, params: &[(&str, &str)], field: &str) -> String {
-    let mut form = vec![("Version", "2016-11-15")];
-    form.extend_from_slice(params);
-    // moto routes by the service named in the credential scope; it checks no signature.
-    let auth = "AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0";
-    let request =
-        reqwest::Client::new().post(moto.endpoint()).header("authorization", auth).form(&form);
-    let body = request.send().await.unwrap().text().await.unwrap();
-    let open = format!("<{field}>");
-    let start = body.find(&open).unwrap_or_else(|| panic!("no {field} in {body}")) + open.len();
-    body[start..start + body[start..].find('<').unwrap()].to_owned()
+    moto.ec2(params, field).await.expect("moto answers EC2")
 }
 
 fn tags(group: &str, zone: &str) -> [Tag; 2] {

@@ -1,0 +1,186 @@
+//! AWS (EKS zones): an IAM role per placement assumed through IRSA, a target group per
+//! placement with the group's listener rules on the shared ALB, and a WAFv2 IP set per group
+//! referenced by a rule of the shared web ACL.
+//!
+//! Choices, and why:
+//! - **IRSA, not EKS Pod Identity**: IRSA needs only IAM and the cluster's OIDC provider
+//!   (no agent add-on on every node, no EKS association API), works on every EKS version,
+//!   and the ServiceAccount annotation that selects the role is already what the provider
+//!   writes. The role's trust policy names exactly `system:serviceaccount:<ns>:<ksa>`.
+//! - **Targets registered by ramen from the pods, not a `TargetGroupBinding`**: the
+//!   zone-manager already reads every placement's pods and knows which serve (a ready stable
+//!   worker, or the ready canary while stable has none, as the local edge does); registering
+//!   them itself needs no AWS Load Balancer Controller in the cluster, no CRD and no second
+//!   identity with ELBv2 rights inside it. The target set is re-synced after every rollout,
+//!   scale and teardown step.
+
+mod edge;
+mod errors;
+mod identity;
+mod route;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_config::BehaviorVersion;
+use aws_config::Region;
+use aws_sdk_iam::config::Credentials;
+use parking_lot::Mutex;
+use ramen_config::ClusterConfig;
+
+use crate::{CloudError, EdgeRule, Grant, Made, Outcome, PlacementRef, ZoneCloud};
+
+#[derive(Clone, Debug, Default)]
+pub struct AwsCloudSettings {
+    /// Empty = AWS (or `AWS_ENDPOINT_URL`); one endpoint for IAM, ELBv2 and WAFv2 (moto).
+    pub endpoint: String,
+    /// Static keys (a stand-in such as moto); `None` = the standard AWS chain.
+    pub static_keys: Option<(String, String)>,
+}
+
+/// The three clients of one region.
+#[derive(Clone)]
+pub(crate) struct Clients {
+    pub iam: aws_sdk_iam::Client,
+    pub elb: aws_sdk_elasticloadbalancingv2::Client,
+    pub waf: aws_sdk_wafv2::Client,
+}
+
+pub struct AwsCloud {
+    settings: AwsCloudSettings,
+    clients: Mutex<HashMap<String, Clients>>,
+    /// Per group: the group's weighted rule and its web ACL rule are read-modify-write
+    /// objects; changes from this process are made one at a time (another process's are
+    /// caught by reading back, or by the lock token).
+    groups: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl AwsCloud {
+    pub fn new(settings: AwsCloudSettings) -> Self {
+        Self { settings, clients: Mutex::default(), groups: Mutex::default() }
+    }
+
+    pub(crate) async fn clients(&self, cluster: &ClusterConfig) -> Result<Clients, CloudError> {
+        let region = cluster.region.clone();
+        if region.is_empty() {
+            return Err(CloudError::NotConfigured(
+                "the zone's cluster has no region (kubernetes.clusters.<name>.region)".into(),
+            ));
+        }
+        if let Some(clients) = self.clients.lock().get(&region) {
+            return Ok(clients.clone());
+        }
+        let mut loader =
+            aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.clone()));
+        if let Some((id, secret)) = &self.settings.static_keys {
+            loader =
+                loader.credentials_provider(Credentials::new(id, secret, None, None, "static"));
+        }
+        if !self.settings.endpoint.is_empty() {
+            loader = loader.endpoint_url(&self.settings.endpoint);
+        }
+        let shared = loader.load().await;
+        let clients = Clients {
+            iam: aws_sdk_iam::Client::new(&shared),
+            elb: aws_sdk_elasticloadbalancingv2::Client::new(&shared),
+            waf: aws_sdk_wafv2::Client::new(&shared),
+        };
+        self.clients.lock().insert(region, clients.clone());
+        Ok(clients)
+    }
+
+    fn group_lock(&self, group: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.groups.lock().entry(group.to_owned()).or_default().clone()
+    }
+}
+
+#[async_trait]
+impl ZoneCloud for AwsCloud {
+    async fn ensure_identity(
+        &self,
+        placement: &PlacementRef<'_>,
+        grants: &[Grant],
+    ) -> Result<Made, CloudError> {
+        let cluster = placement.cluster;
+        if cluster.account_id.is_empty() || cluster.oidc_provider.is_empty() {
+            return Ok(Made {
+                resources: Vec::new(),
+                note: "no IAM role: the cluster has no account_id and oidc_provider".into(),
+            });
+        }
+        let clients = self.clients(cluster).await?;
+        identity::ensure(&clients.iam, placement, grants).await
+    }
+
+    async fn ensure_route(&self, placement: &PlacementRef<'_>) -> Result<Made, CloudError> {
+        if placement.cluster.listener_arn.is_empty() {
+            return Ok(Made {
+                resources: Vec::new(),
+                note: "no route: the cluster has no listener_arn".into(),
+            });
+        }
+        let clients = self.clients(placement.cluster).await?;
+        let lock = self.group_lock(placement.group);
+        let _guard = lock.lock().await;
+        route::ensure(&clients.elb, placement).await
+    }
+
+    async fn sync_targets(
+        &self,
+        placement: &PlacementRef<'_>,
+        ips: &[IpAddr],
+    ) -> Result<Made, CloudError> {
+        if placement.cluster.listener_arn.is_empty() {
+            return Ok(Made::default());
+        }
+        let clients = self.clients(placement.cluster).await?;
+        route::sync_targets(&clients.elb, placement, ips).await
+    }
+
+    async fn set_edge_rule(
+        &self,
+        group: &str,
+        cluster: &ClusterConfig,
+        rule: EdgeRule<'_>,
+    ) -> Result<Made, CloudError> {
+        if cluster.web_acl_arn.is_empty() {
+            return Ok(Made {
+                resources: Vec::new(),
+                note: "no edge rule: the cluster has no web_acl_arn (the nodes' allow-lists apply)"
+                    .into(),
+            });
+        }
+        let clients = self.clients(cluster).await?;
+        let lock = self.group_lock(group);
+        let _guard = lock.lock().await;
+        edge::set(&clients.waf, group, cluster, rule).await
+    }
+
+    async fn remove_route(&self, placement: &PlacementRef<'_>) -> Result<Outcome, CloudError> {
+        if placement.cluster.listener_arn.is_empty() {
+            return Ok(Outcome::Done("no route was made (no listener_arn)".into()));
+        }
+        let clients = self.clients(placement.cluster).await?;
+        let lock = self.group_lock(placement.group);
+        let _guard = lock.lock().await;
+        route::remove(&clients.elb, placement).await
+    }
+
+    async fn remove_identity(&self, placement: &PlacementRef<'_>) -> Result<Outcome, CloudError> {
+        if placement.cluster.account_id.is_empty() || placement.cluster.oidc_provider.is_empty() {
+            return Ok(Outcome::Done("no IAM role was made".into()));
+        }
+        let clients = self.clients(placement.cluster).await?;
+        identity::remove(&clients.iam, placement).await
+    }
+}
+
+/// Bounded retries of read-modify-write steps that lose a race (a lock token gone stale,
+/// a priority taken by another writer, IAM not consistent yet).
+pub(crate) const ATTEMPTS: usize = 6;
+
+pub(crate) async fn pause(attempt: usize) {
+    tokio::time::sleep(std::time::Duration::from_millis(200 * (1 << attempt.min(4)))).await;
+}
