@@ -12,13 +12,15 @@ use crate::macros::{CallBudget, client};
 client! {
     /// What services ask of auth: the group registry, key hashes (the zone-manager pushes them
     /// to nodes), secret values (the deployer writes them into a zone's config), the audit
-    /// log. The api-gateway's login, authorize and REST calls use the generated client.
+    /// log, a group's service-account rules (the zone-manager grants them to a cloud zone's
+    /// identity). The api-gateway's login, authorize and REST calls use the generated client.
     trait AuthClient, grpc GrpcAuth, service "auth", proto AuthServiceClient<Signed>;
     fn register_group(pb::RegisterGroupRequest) -> pb::RegisterGroupResponse;
     fn purge_group(pb::PurgeGroupRequest) -> pb::PurgeGroupResponse;
     fn list_mcp_key_hashes(pb::ListMcpKeyHashesRequest) -> pb::ListMcpKeyHashesResponse;
     fn resolve_secrets(pb::ResolveSecretsRequest) -> pb::ResolveSecretsResponse;
     fn append_audit(pb::AppendAuditRequest) -> pb::AuditEntry;
+    fn get_service_account_rules(pb::GetServiceAccountRulesRequest) -> pb::ServiceAccountRules;
 }
 
 impl CallBudget for pb::RegisterGroupRequest {}
@@ -26,6 +28,7 @@ impl CallBudget for pb::PurgeGroupRequest {}
 impl CallBudget for pb::ListMcpKeyHashesRequest {}
 impl CallBudget for pb::ResolveSecretsRequest {}
 impl CallBudget for pb::AppendAuditRequest {}
+impl CallBudget for pb::GetServiceAccountRulesRequest {}
 
 /// A secret value for one deploy scope. `Debug` hides the value.
 #[derive(Clone)]

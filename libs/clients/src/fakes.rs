@@ -35,6 +35,8 @@ pub struct FakeAuth {
     /// Secret values by name, for every scope.
     pub secrets: Mutex<BTreeMap<String, String>>,
     pub audit: Mutex<Vec<auth::AuditEntry>>,
+    /// The service-account rules answered for every group.
+    pub service_account_rules: Mutex<Vec<auth::ServiceAccountRule>>,
     /// How many times each method was called, by name.
     pub calls: Mutex<HashMap<&'static str, u32>>,
 }
@@ -121,6 +123,16 @@ impl AuthClient for FakeAuth {
         }
         self.audit.lock().push(entry.clone());
         Ok(entry)
+    }
+
+    async fn get_service_account_rules(
+        &self,
+        _caller: &Caller,
+        request: auth::GetServiceAccountRulesRequest,
+    ) -> Result<auth::ServiceAccountRules, UpstreamError> {
+        self.count("get_service_account_rules");
+        let rules = self.service_account_rules.lock().clone();
+        Ok(auth::ServiceAccountRules { group: request.group, rules, ..Default::default() })
     }
 }
 

@@ -16,6 +16,8 @@
 
 pub mod aws;
 pub mod names;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
 use std::net::IpAddr;
 

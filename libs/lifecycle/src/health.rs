@@ -109,6 +109,20 @@ pub fn admin_router(health: Health, metrics: Metrics) -> Router {
         .with_state(AdminState { health, metrics })
 }
 
+/// `/readyz` alone, answering only `ready` (200) or `not ready` (503): for a public port a
+/// load balancer health-checks (the node's MCP port), where the admin port's JSON naming the
+/// failing dependency is not shown.
+pub fn public_readiness_router(health: Health) -> Router {
+    Router::new().route("/readyz", get(public_readyz)).with_state(health)
+}
+
+async fn public_readyz(State(health): State<Health>) -> impl IntoResponse {
+    match health.ready().await.0 {
+        true => (StatusCode::OK, "ready"),
+        false => (StatusCode::SERVICE_UNAVAILABLE, "not ready"),
+    }
+}
+
 async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
     let (ok, body) = state.health.ready().await;
     let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };

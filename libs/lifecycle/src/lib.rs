@@ -8,7 +8,7 @@ mod http;
 mod shutdown;
 mod tasks;
 
-pub use health::{Health, HealthCheck, Startup, admin_router, no_delay};
+pub use health::{Health, HealthCheck, Startup, admin_router, no_delay, public_readiness_router};
 pub use http::{
     BODY_READ_TIMEOUT, BodyRefused, HEADER_READ_TIMEOUT, Limits, MAX_CONNECTIONS, read_body,
     serve_http, serve_http_with,

@@ -118,7 +118,10 @@ impl Worker {
 
         let health = Health::default();
         health.add(RuntimeReady(node.clone()));
-        let mcp = crate::mcp::http::router(node.clone(), &config.mcp_path);
+        // `/readyz` on the MCP port too: a cloud load balancer health-checks the port it sends
+        // traffic to, and the admin port is closed to it.
+        let mcp = crate::mcp::http::router(node.clone(), &config.mcp_path)
+            .merge(ramen_lifecycle::public_readiness_router(health.clone()));
         let (mcp_addr, mcp_server) = serve_http(config.listen, mcp, stop.child_token())
             .await
             .map_err(WorkerError::Listen)?;

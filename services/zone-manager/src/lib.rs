@@ -63,6 +63,41 @@ pub async fn start_with(
     platform: Platform,
     auth: Arc<dyn AuthClient>,
 ) -> Result<Started, StartError> {
+    let clouds = Clouds::from_config(&platform.config);
+    start_with_clouds(platform, auth, clouds).await
+}
+
+/// The cloud adapters of the Kubernetes providers' zones.
+#[derive(Clone, Default)]
+pub struct Clouds {
+    pub aws: Option<Arc<dyn ramen_cloud::ZoneCloud>>,
+}
+
+impl Clouds {
+    /// AWS through the standard credential chain, at `kubernetes.aws_endpoint` when set.
+    pub fn from_config(config: &Config) -> Self {
+        let settings = ramen_cloud::aws::AwsCloudSettings {
+            endpoint: config.kubernetes.aws_endpoint.clone(),
+            ..Default::default()
+        };
+        Self { aws: Some(Arc::new(ramen_cloud::aws::AwsCloud::new(settings))) }
+    }
+
+    fn for_kind(&self, kind: ProviderKind) -> Option<Arc<dyn ramen_cloud::ZoneCloud>> {
+        match kind {
+            ProviderKind::Aws => self.aws.clone(),
+            // Google Cloud's resources are not made yet: GKE zones run pods only.
+            _ => None,
+        }
+    }
+}
+
+/// [`start_with`], with the cloud adapters given (tests: a stand-in's static keys).
+pub async fn start_with_clouds(
+    platform: Platform,
+    auth: Arc<dyn AuthClient>,
+    clouds: Clouds,
+) -> Result<Started, StartError> {
     let config = &platform.config;
     let settings = settings(config)?;
     let db = store::Db::open(platform.store.clone()).await?;
@@ -77,7 +112,9 @@ pub async fn start_with(
     // A cloud is offered when a cluster is configured for it.
     for kind in [ProviderKind::Gcp, ProviderKind::Aws] {
         if kube.serves(kind) {
-            providers = providers.with(Arc::new(KubernetesProvider::new(kind, kube.clone())));
+            let cloud = clouds.for_kind(kind);
+            providers =
+                providers.with(Arc::new(KubernetesProvider::new(kind, kube.clone(), cloud)));
         }
     }
     let publisher = events::Publisher::new(platform.bus.clone());

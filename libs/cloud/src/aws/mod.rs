@@ -22,22 +22,40 @@ mod route;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::BehaviorVersion;
 use aws_config::Region;
+use aws_config::timeout::TimeoutConfig;
 use aws_sdk_iam::config::Credentials;
 use parking_lot::Mutex;
 use ramen_config::ClusterConfig;
 
 use crate::{CloudError, EdgeRule, Grant, Made, Outcome, PlacementRef, ZoneCloud};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct AwsCloudSettings {
     /// Empty = AWS (or `AWS_ENDPOINT_URL`); one endpoint for IAM, ELBv2 and WAFv2 (moto).
     pub endpoint: String,
     /// Static keys (a stand-in such as moto); `None` = the standard AWS chain.
     pub static_keys: Option<(String, String)>,
+    /// One try of a call (the SDK retries a throttled or failed try within `call_timeout`).
+    pub attempt_timeout: Duration,
+    /// A call with its retries: past it the step fails as unavailable and is retried later,
+    /// so an API that accepts connections and never answers cannot hold a placement's lock.
+    pub call_timeout: Duration,
+}
+
+impl Default for AwsCloudSettings {
+    fn default() -> Self {
+        Self {
+            endpoint: String::new(),
+            static_keys: None,
+            attempt_timeout: Duration::from_secs(20),
+            call_timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The three clients of one region.
@@ -72,8 +90,14 @@ impl AwsCloud {
         if let Some(clients) = self.clients.lock().get(&region) {
             return Ok(clients.clone());
         }
-        let mut loader =
-            aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.clone()));
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(5).min(self.settings.attempt_timeout))
+            .operation_attempt_timeout(self.settings.attempt_timeout)
+            .operation_timeout(self.settings.call_timeout)
+            .build();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(region.clone()))
+            .timeout_config(timeouts);
         if let Some((id, secret)) = &self.settings.static_keys {
             loader =
                 loader.credentials_provider(Credentials::new(id, secret, None, None, "static"));

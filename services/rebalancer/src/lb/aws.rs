@@ -1,8 +1,9 @@
 //! AWS: target-group weights on the ELBv2 listener's forward action.
 //!
-//! Contract with the provisioning side (the Kubernetes provider creates these): each
+//! Contract with the provisioning side (`ramen-cloud` makes these for EKS zones): each
 //! placement's target group carries the tags [`GROUP_TAG`] = group and [`ZONE_TAG`] = zone, and
-//! the group's listener forwards to its zones' target groups with a weighted forward action.
+//! the group's weighted rule on the shared listener (or a listener of the group's own, by its
+//! default action) forwards to its zones' target groups with a weighted forward action.
 //! Rebalancing one zone reweighs every ramen target group of that forward action from its
 //! zone's measured load (the weights are relative, so one cannot move alone); target groups
 //! without the tags keep their weight.
@@ -133,14 +134,24 @@ impl LoadBalancer for AwsBalancer {
         if wanted == binding.listener_actions {
             return Ok(Applied::Done("target-group weights already in place".into()));
         }
-        let modify = client
-            .modify_listener()
-            .listener_arn(&binding.listener)
-            .set_default_actions(Some(wanted.clone()));
-        modify.send().await.map_err(|e| sdk_error("ModifyListener", e))?;
-        let now = binding::listener_actions(&client, &binding.listener).await?;
+        let place = match &binding.rule {
+            Some(rule) => {
+                let modify = client.modify_rule().rule_arn(rule).set_actions(Some(wanted.clone()));
+                modify.send().await.map_err(|e| sdk_error("ModifyRule", e))?;
+                format!("rule {rule}")
+            }
+            None => {
+                let modify = client
+                    .modify_listener()
+                    .listener_arn(&binding.listener)
+                    .set_default_actions(Some(wanted.clone()));
+                modify.send().await.map_err(|e| sdk_error("ModifyListener", e))?;
+                format!("listener {}", binding.listener)
+            }
+        };
+        let now = binding::current_actions(&client, &binding).await?;
         if reweighed(&now, weights) == now {
-            Ok(Applied::Done(format!("target-group weights set on listener {}", binding.listener)))
+            Ok(Applied::Done(format!("target-group weights set on {place}")))
         } else {
             let note = "listener does not show the new weights yet; retrying".to_owned();
             Ok(Applied::Reconciling { note, ticket: None })

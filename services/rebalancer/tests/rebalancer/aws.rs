@@ -181,3 +181,72 @@ async fn target_group_weights_follow_measured_load() {
     assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err:?}");
     assert!(err.message().contains("ramen.io/zone=aws-c"), "{}", err.message());
 }
+
+/// The route `ramen-cloud` makes for EKS zones on a shared listener: the weights live in the
+/// group's weighted rule, not the listener's default action, and the zone-header rules (one
+/// zone each) are left as they are.
+#[tokio::test]
+async fn the_groups_weighted_rule_on_a_shared_listener_follows_measured_load() {
+    use ramen_cloud::ZoneCloud;
+    use ramen_cloud::testing::{Scene, forwarded, header_of};
+
+    let scene = Scene::start().await;
+    let cloud = scene.cloud();
+    for zone in ["aws-a", "aws-b"] {
+        let namespace = format!("ramen-team-{zone}");
+        cloud.ensure_route(&scene.placement("team", zone, &namespace)).await.unwrap();
+    }
+    let zones = StaticZones::with(
+        &[("aws-a", Provider::Aws, "us-east-1a"), ("aws-b", Provider::Aws, "us-east-1b")],
+        "team",
+    );
+    let endpoint = scene.moto.endpoint();
+    let h = Harness::start(zones, move |_, ports| {
+        ports.aws = AwsSettings {
+            region: String::new(),
+            endpoint,
+            static_keys: Some(("test".into(), "test".into())),
+        };
+    })
+    .await;
+    let _nodes = h.keep_reporting(vec![
+        node("team", "aws-a", "a0", 45, 50),
+        node("team", "aws-b", "b0", 0, 50),
+    ]);
+    eventually("cells live", Duration::from_secs(10), || async {
+        let cells = h
+            .client
+            .clone()
+            .list_load_cells(pb::ListLoadCellsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .cells;
+        if cells.iter().filter(|c| c.live_nodes > 0).count() == 2 { Ok(()) } else { Err(cells) }
+    })
+    .await;
+    let answer = h
+        .client
+        .clone()
+        .rebalance(pb::RebalanceRequest { group: "team".into(), zone: "aws-a".into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(answer.applied && answer.note.contains("rule"), "{answer:?}");
+    let groups = scene.target_groups().await;
+    let arn = |name: &str| groups.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let rules = scene.rules().await;
+    let weighted = rules.iter().find(|r| header_of(r).is_none()).expect("the weighted rule");
+    assert_eq!(
+        forwarded(weighted),
+        [(arn("ramen-team-aws-a"), 100), (arn("ramen-team-aws-b"), 999)],
+        "aws-a 5 free slots of 50 (100 permille of aws-b's 50), aws-b 1000 capped at ELBv2's 999"
+    );
+    for zone in ["aws-a", "aws-b"] {
+        let pinned = rules
+            .iter()
+            .find(|r| header_of(r).as_deref() == Some(&format!("ramen-zone={zone}")[..]))
+            .expect("the zone rule");
+        assert_eq!(forwarded(pinned), [(arn(&format!("ramen-team-{zone}")), 1)]);
+    }
+}

@@ -51,6 +51,12 @@ async fn sleeping(node: &TestNode, events_file: &Path, seconds: f64) -> Driver {
 async fn begin_drain(node: &mut TestNode) -> tokio::task::JoinHandle<Duration> {
     let worker = node.worker.take().unwrap();
     let admin = format!("http://{}/readyz", worker.admin_addr);
+    // The MCP port's own `/readyz` (what a cloud load balancer health-checks): the status
+    // alone, no JSON naming dependencies.
+    let public = format!("http://{}/readyz", worker.mcp_addr);
+    let ready = reqwest::get(&public).await.unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    assert_eq!(ready.text().await.unwrap(), "ready");
     let drain = tokio::spawn(async move {
         let started = Instant::now();
         worker.shutdown().await;
@@ -61,6 +67,9 @@ async fn begin_drain(node: &mut TestNode) -> tokio::task::JoinHandle<Duration> {
         if status.as_ref().is_ok_and(|s| *s == 503) { Ok(()) } else { Err(status) }
     })
     .await;
+    let draining = reqwest::get(&public).await.unwrap();
+    assert_eq!(draining.status().as_u16(), 503, "the load balancer takes a draining node out");
+    assert_eq!(draining.text().await.unwrap(), "not ready");
     drain
 }
 

@@ -137,6 +137,7 @@ pub fn placement(record: &PlacementRecord) -> pb::Placement {
         created_at: timestamp(record.created_at_ms),
         updated_at: timestamp(record.updated_at_ms),
         key_count: record.key_hashes.len() as u32,
+        cloud_resources: record.cloud_resources.clone(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The zone-manager's behaviour, independent of gRPC: zones, placements, tracks, policy,
 //! packages, the local edge. The gRPC layer (`api`) converts and audits; this does the work.
 
+mod cloud;
 mod edge;
 mod packages;
 mod placements;

@@ -50,7 +50,19 @@ impl ZoneManager {
             }
         };
         super::refuse_tearing_down(&record)?;
-        provider.ensure(&record).await?;
+        let grants = self.grants(group, record.provider).await?;
+        let resources = provider.ensure(&record, &grants).await?;
+        let record = if resources == record.cloud_resources {
+            record
+        } else {
+            self.update_placement(group, zone, |p| {
+                p.cloud_resources = resources.clone();
+                Ok(())
+            })
+            .await?
+        };
+        // A zone joining (or coming back to) the group changes what the group's edge allows.
+        self.set_group_edge_rule(&record).await?;
         if matches!(record.status, PlacementPhase::Pending | PlacementPhase::Provisioning) {
             return self
                 .set_status(

@@ -123,7 +123,7 @@ impl ZoneManager {
                 true
             })
             .await?;
-        self.provider_for(&record)?.set_edge_rule(&record).await?;
+        self.set_group_edge_rule(&record).await?;
         let rolled = self.roll_running(&record).await?;
         let placement = self.placement(group, zone).await?;
         Ok(IpRulesChange { placement, normalized, rolled })

@@ -51,6 +51,8 @@ pub struct PlacementRecord {
     pub canary: TrackRecord,
     /// The local edge's per-worker weights (absent = the default weight).
     pub edge_weights: BTreeMap<String, u32>,
+    /// The cloud resources ramen made for the placement (ARNs), as its provider last answered.
+    pub cloud_resources: Vec<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     /// Grows with every write: lets a provider ignore a record older than one it has seen.
@@ -83,6 +85,7 @@ impl Default for PlacementRecord {
             worker: TrackRecord::default(),
             canary: TrackRecord::default(),
             edge_weights: BTreeMap::new(),
+            cloud_resources: Vec::new(),
             created_at_ms: 0,
             updated_at_ms: 0,
             revision: 0,

@@ -3,7 +3,8 @@
 //! implement the same trait: `ensure` creates the namespace `ramen-<group>-<zone>`, its service
 //! account / IAM role and its route; `write_config` writes the zone's Secret; `rollout` patches
 //! the track's Deployment (replicas, template revision) and watches it; teardown steps may
-//! answer [`StepOutcome::Waiting`] while a namespace sits in `Terminating`.
+//! answer [`StepOutcome::Waiting`] while a namespace sits in `Terminating`. The cloud resources
+//! around a Kubernetes zone (identity, load-balancer route, edge rule) are `ramen-cloud`'s.
 //!
 //! Every operation is idempotent: calling it again after a crash finishes it.
 
@@ -56,8 +57,14 @@ pub trait ZoneProvider: Send + Sync {
     /// The names of a placement's resources, before anything is created.
     fn names(&self, group: &str, zone: &ZoneRecord, namespace: &str) -> PlacementNames;
 
-    /// Creates or completes the namespace (working directory), identity and route.
-    async fn ensure(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
+    /// Creates or completes the namespace (working directory), identity (granted exactly
+    /// `grants`, the group's service-account rules for this provider) and route; answers the
+    /// cloud resources in place (ARNs), to be recorded on the placement.
+    async fn ensure(
+        &self,
+        placement: &PlacementRecord,
+        grants: &[ramen_cloud::Grant],
+    ) -> Result<Vec<String>, ProviderError>;
 
     /// Stores what the next (re)start of a track loads: snapshot, secrets, verbose flag.
     async fn write_config(
@@ -79,9 +86,15 @@ pub trait ZoneProvider: Send + Sync {
     /// running workers and keeps it for the ones that start later.
     async fn apply_policy(&self, placement: &PlacementRecord) -> Result<PolicyPush, ProviderError>;
 
-    /// Installs the placement's IP rules as the zone's edge rule (Cloud Armor, a WAF IP set; the
-    /// local edge reads them from `ListEndpoints`).
-    async fn set_edge_rule(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
+    /// Installs the group's edge rule (Cloud Armor, a WAF IP set) from the IP rules of
+    /// `members`, the group's live placements on this provider (this one included): one rule
+    /// per group, so it allows what any of them allows. The local edge reads each placement's
+    /// rules from `ListEndpoints` instead.
+    async fn set_edge_rule(
+        &self,
+        placement: &PlacementRecord,
+        members: &[EdgeMember],
+    ) -> Result<(), ProviderError>;
 
     /// Brings a track to `plan`: replicas, config, restarts one worker at a time; waits for
     /// ready up to the plan's timeout. Not ready in time is an answer, not an error.

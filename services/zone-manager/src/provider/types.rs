@@ -134,6 +134,18 @@ pub struct TeardownTarget {
     pub zone: String,
     /// The zone's location: which cluster holds a Kubernetes zone's resources.
     pub region: String,
+    /// The group's other live placements on the same provider (for `RemoveEdgeRule`: the
+    /// group's edge rule keeps what they allow).
+    pub edge_members: Vec<EdgeMember>,
+}
+
+/// One placement of a group as its shared edge rule sees it: where, and what it allows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeMember {
+    pub zone: String,
+    pub region: String,
+    /// Normalised CIDRs; empty allows every source.
+    pub ip_rules: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

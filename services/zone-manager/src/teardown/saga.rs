@@ -94,17 +94,26 @@ impl ZoneManager {
     }
 
     /// A record written before teardowns kept the region reads it from the zone.
-    async fn teardown_target(&self, record: &TeardownRecord) -> TeardownTarget {
+    /// The group's other placements are read here, and a failure to read them fails the step:
+    /// computed from nothing, the group's edge rule would be removed for zones that still use it.
+    async fn teardown_target(&self, record: &TeardownRecord) -> Result<TeardownTarget> {
         let region = match record.region.is_empty() {
             false => record.region.clone(),
             true => self.zone(&record.zone).await.map(|z| z.region).unwrap_or_default(),
         };
-        TeardownTarget { group: record.group.clone(), zone: record.zone.clone(), region }
+        let edge_members =
+            self.edge_members(&record.group, record.provider, Some(&record.zone)).await?;
+        Ok(TeardownTarget {
+            group: record.group.clone(),
+            zone: record.zone.clone(),
+            region,
+            edge_members,
+        })
     }
 
     async fn run_step(&self, record: &TeardownRecord, step: &str) -> Result<StepOutcome> {
         let provider = self.providers.get(record.provider, &record.zone)?;
-        let target = self.teardown_target(record).await;
+        let target = self.teardown_target(record).await?;
         let action = match step {
             "drain_workers" => {
                 // Waits for a rollout in progress on the placement to end first.

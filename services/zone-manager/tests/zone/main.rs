@@ -7,6 +7,7 @@
 mod mcp;
 mod support;
 
+mod aws;
 mod conformance;
 mod failures;
 mod kubernetes;

@@ -100,11 +100,25 @@ impl Harness {
         port: Arc<dyn AuthClient>,
         auth: Arc<FakeAuth>,
     ) -> Self {
+        Self::start_with_clouds(nats, dir, tweak, port, auth, None).await
+    }
+
+    /// With cloud adapters given (`None` = from the config, as in production).
+    pub async fn start_with_clouds(
+        nats: Nats,
+        dir: TempDir,
+        tweak: impl FnOnce(&mut Config),
+        port: Arc<dyn AuthClient>,
+        auth: Arc<FakeAuth>,
+        clouds: Option<ramen_zone_manager::Clouds>,
+    ) -> Self {
         let mut config = config(dir.path(), &nats.url());
         tweak(&mut config);
         let platform =
             Platform::open(config, &nats.url(), Shutdown::new()).await.expect("platform opens");
-        let started = ramen_zone_manager::start_with(platform.clone(), port)
+        let clouds =
+            clouds.unwrap_or_else(|| ramen_zone_manager::Clouds::from_config(&platform.config));
+        let started = ramen_zone_manager::start_with_clouds(platform.clone(), port, clouds)
             .await
             .expect("zone-manager starts");
         let addr: SocketAddr = started.running.addr;

@@ -1,9 +1,12 @@
-//! Finding a zone's listener from the tags of the group's target groups.
+//! Finding where a zone's weights live from the tags of the group's target groups: the
+//! listener's default forward action (a listener of the group's own), or the group's weighted
+//! rule on a shared listener (the rule forwarding to the group's target groups without a
+//! `ramen-zone` header condition; the header rules pin one zone and are not weighed).
 
 use std::collections::HashMap;
 
 use aws_sdk_elasticloadbalancingv2::Client;
-use aws_sdk_elasticloadbalancingv2::types::{Action, TargetGroup};
+use aws_sdk_elasticloadbalancingv2::types::{Action, Rule, TargetGroup};
 
 use super::errors::sdk_error;
 use super::{GROUP_TAG, ZONE_TAG};
@@ -15,6 +18,9 @@ const TAG_BATCH: usize = 20;
 pub struct Binding {
     pub load_balancer: String,
     pub listener: String,
+    /// The weighted rule holding the forward action; `None` = the listener's default actions.
+    pub rule: Option<String>,
+    /// The actions holding the weighted forward (the rule's, or the listener's default).
     pub listener_actions: Vec<Action>,
     /// Target group ARN → zone, for every target group tagged with the group.
     pub zones: HashMap<String, String>,
@@ -41,10 +47,21 @@ impl Binding {
                 client.describe_listeners().load_balancer_arn(&load_balancer).send().await;
             let listeners = listeners.map_err(|e| sdk_error("DescribeListeners", e))?;
             for listener in listeners.listeners() {
+                let arn = listener.listener_arn().unwrap_or_default().to_owned();
                 if forwards(listener.default_actions()).contains(&own) {
                     return Ok(Self {
-                        listener: listener.listener_arn().unwrap_or_default().to_owned(),
+                        listener: arn,
+                        rule: None,
                         listener_actions: listener.default_actions().to_vec(),
+                        load_balancer,
+                        zones,
+                    });
+                }
+                if let Some(rule) = weighted_rule(client, &arn, &own).await? {
+                    return Ok(Self {
+                        listener: arn,
+                        rule: rule.rule_arn().map(str::to_owned),
+                        listener_actions: rule.actions().to_vec(),
                         load_balancer,
                         zones,
                     });
@@ -52,7 +69,7 @@ impl Binding {
             }
         }
         Err(LbError::NotFound(format!(
-            "no listener forwards to the target group of {} × {} ({own})",
+            "no listener or weighted rule forwards to the target group of {} × {} ({own})",
             zone.group, zone.zone
         )))
     }
@@ -72,10 +89,42 @@ fn forwards(actions: &[Action]) -> Vec<String> {
         .collect()
 }
 
-pub async fn listener_actions(client: &Client, listener: &str) -> Result<Vec<Action>, LbError> {
-    let answer = client.describe_listeners().listener_arns(listener).send().await;
+/// The actions holding the weights now (the rule's, or the listener's default).
+pub async fn current_actions(client: &Client, binding: &Binding) -> Result<Vec<Action>, LbError> {
+    if let Some(rule) = &binding.rule {
+        let answer = client.describe_rules().rule_arns(rule).send().await;
+        let answer = answer.map_err(|e| sdk_error("DescribeRules", e))?;
+        return Ok(answer.rules().first().map(|r| r.actions().to_vec()).unwrap_or_default());
+    }
+    let answer = client.describe_listeners().listener_arns(&binding.listener).send().await;
     let answer = answer.map_err(|e| sdk_error("DescribeListeners", e))?;
     Ok(answer.listeners().first().map(|l| l.default_actions().to_vec()).unwrap_or_default())
+}
+
+/// The listener's rule forwarding to `own` without a header condition, if any.
+async fn weighted_rule(
+    client: &Client,
+    listener: &str,
+    own: &str,
+) -> Result<Option<Rule>, LbError> {
+    let mut marker: Option<String> = None;
+    loop {
+        let page =
+            client.describe_rules().listener_arn(listener).set_marker(marker.take()).send().await;
+        let page = page.map_err(|e| sdk_error("DescribeRules", e))?;
+        let found = page.rules().iter().find(|rule| {
+            !rule.is_default().unwrap_or(false)
+                && !rule.conditions().iter().any(|c| c.field() == Some("http-header"))
+                && forwards(rule.actions()).iter().any(|t| t == own)
+        });
+        if let Some(rule) = found {
+            return Ok(Some(rule.clone()));
+        }
+        match page.next_marker() {
+            Some(next) if !next.is_empty() => marker = Some(next.to_owned()),
+            _ => return Ok(None),
+        }
+    }
 }
 
 async fn target_groups(client: &Client) -> Result<Vec<TargetGroup>, LbError> {

@@ -6,10 +6,13 @@
 //! Nothing is kept in memory that the cluster does not hold: the config last written, what each
 //! track runs and the live policy are Secrets in the namespace, worker counts and states are
 //! read from the pods. So a restarted zone-manager, or a second one, sees what the first did.
-//! The cloud resources around a zone (IAM identity, load-balancer route, Cloud Armor / WAF edge
-//! rule) are not made here.
+//! The cloud resources around a zone (IAM identity, load-balancer route, WAF edge rule) are
+//! made through the provider's [`ZoneCloud`] (`ramen-cloud`), when the cloud has one, in the
+//! same steps: `ensure`, after each rollout (the registered targets), `set_edge_rule`, and the
+//! teardown steps of the same names.
 
 mod build;
+mod cloud;
 mod clusters;
 pub mod manifests;
 mod objects;
@@ -32,15 +35,19 @@ pub use settings::{ADMIN_PORT, GRPC_PORT, KubeSettings, MCP_PORT, cloud_identity
 use self::manifests::{COMPONENT_LABEL, Target};
 use self::objects::{apply, get, is_ours, list, namespaced};
 use crate::model::{PlacementRecord, ProviderKind, TrackKind, ZoneRecord};
+use ramen_cloud::ZoneCloud;
+
 use crate::provider::{
-    ConfigTemplate, PlacementNames, PolicyPush, ProviderError, RolloutPlan, RolloutReport,
-    StepOutcome, TeardownAction, TeardownTarget, WorkerView, ZoneProvider,
+    ConfigTemplate, EdgeMember, PlacementNames, PolicyPush, ProviderError, RolloutPlan,
+    RolloutReport, StepOutcome, TeardownAction, TeardownTarget, WorkerView, ZoneProvider,
 };
 
 pub struct KubernetesProvider {
     kind: ProviderKind,
     settings: Arc<KubeSettings>,
     clusters: clusters::Clusters,
+    /// The zones' cloud resources; `None` = pods only (no cloud adapter for this provider).
+    cloud: Option<Arc<dyn ZoneCloud>>,
 }
 
 /// One placement in its cluster: what every operation works with.
@@ -66,8 +73,20 @@ impl Placement<'_> {
 }
 
 impl KubernetesProvider {
-    pub fn new(kind: ProviderKind, settings: Arc<KubeSettings>) -> Self {
-        Self { kind, settings, clusters: clusters::Clusters::default() }
+    pub fn new(
+        kind: ProviderKind,
+        settings: Arc<KubeSettings>,
+        cloud: Option<Arc<dyn ZoneCloud>>,
+    ) -> Self {
+        Self { kind, settings, clusters: clusters::Clusters::default(), cloud }
+    }
+
+    fn cluster_of(
+        &self,
+        zone: &str,
+        region: &str,
+    ) -> Result<&ramen_config::ClusterConfig, ProviderError> {
+        Ok(self.settings.cluster(self.kind, zone, region)?.1)
     }
 
     async fn placement<'a>(
@@ -110,8 +129,13 @@ impl ZoneProvider for KubernetesProvider {
         }
     }
 
-    /// Namespace, service account, network policy, per-track Service and budget, policy.
-    async fn ensure(&self, record: &PlacementRecord) -> Result<(), ProviderError> {
+    /// Namespace, service account, network policy, per-track Service and budget, policy; then
+    /// the cloud's identity and route.
+    async fn ensure(
+        &self,
+        record: &PlacementRecord,
+        grants: &[ramen_cloud::Grant],
+    ) -> Result<Vec<String>, ProviderError> {
         let placement = self.of(record).await?;
         let target = &placement.target;
         let namespaces: Api<Namespace> = Api::all(placement.client.clone());
@@ -153,7 +177,14 @@ impl ZoneProvider for KubernetesProvider {
             )
             .await?;
         }
-        write_policy(&placement, record).await
+        write_policy(&placement, record).await?;
+        match &self.cloud {
+            Some(cloud) => {
+                let cluster = self.cluster_of(&record.zone, &record.region)?;
+                cloud::ensure(cloud.as_ref(), &placement, cluster, grants).await
+            }
+            None => Ok(Vec::new()),
+        }
     }
 
     async fn write_config(
@@ -215,10 +246,17 @@ impl ZoneProvider for KubernetesProvider {
         Ok(outcome)
     }
 
-    /// The node allow-list is in the policy; the cloud edge rule (Cloud Armor, WAF) is made
-    /// with the zone's cloud resources.
-    async fn set_edge_rule(&self, record: &PlacementRecord) -> Result<(), ProviderError> {
-        self.of(record).await?;
+    /// The node allow-list is in the policy; this is the group's rule at the cloud's edge.
+    async fn set_edge_rule(
+        &self,
+        record: &PlacementRecord,
+        members: &[EdgeMember],
+    ) -> Result<(), ProviderError> {
+        let Some(cloud) = &self.cloud else { return Ok(()) };
+        let cluster = self.cluster_of(&record.zone, &record.region)?;
+        let rule = cloud::edge_rule(&self.settings, self.kind, cluster, members)?;
+        let note = cloud::set_edge_rule(cloud.as_ref(), &record.group, cluster, rule).await?;
+        tracing::info!(group = %record.group, zone = %record.zone, %note, "edge rule set");
         Ok(())
     }
 
@@ -228,7 +266,12 @@ impl ZoneProvider for KubernetesProvider {
         plan: RolloutPlan,
     ) -> Result<RolloutReport, ProviderError> {
         let placement = self.of(record).await?;
-        rollout::run(&placement, record, plan).await
+        let report = rollout::run(&placement, record, plan).await?;
+        if let Some(cloud) = &self.cloud {
+            let cluster = self.cluster_of(&record.zone, &record.region)?;
+            cloud::sync_targets(cloud.as_ref(), &placement, cluster).await?;
+        }
+        Ok(report)
     }
 
     /// Read from the cluster: the pods that exist now, not what was asked for.
@@ -258,7 +301,39 @@ impl ZoneProvider for KubernetesProvider {
             .map_err(|e| ProviderError::Failed(e.to_string()))?;
         let placement =
             self.placement(&target.group, &target.zone, &namespace, &target.region).await?;
-        teardown::step(&placement, step).await
+        let Some(cloud) = &self.cloud else { return teardown::step(&placement, step).await };
+        let cloud = cloud.as_ref();
+        let cluster = self.cluster_of(&target.zone, &target.region)?;
+        // The cloud's part first where it stops traffic (targets, route), last where the
+        // cluster's part depends on it (the identity the ServiceAccount names).
+        match step {
+            TeardownAction::DrainWorkers => {
+                cloud::deregister_all(cloud, &placement, cluster).await?;
+                teardown::step(&placement, step).await
+            }
+            TeardownAction::RemoveRoute => {
+                let outcome = cloud::remove_route(cloud, &placement, cluster).await?;
+                if let ramen_cloud::Outcome::Waiting(why) = outcome {
+                    return Ok(StepOutcome::Waiting(why));
+                }
+                Ok(cloud::then(outcome, teardown::step(&placement, step).await?))
+            }
+            TeardownAction::RemoveEdgeRule => {
+                let rule =
+                    cloud::edge_rule(&self.settings, self.kind, cluster, &target.edge_members)?;
+                let note = cloud::set_edge_rule(cloud, &target.group, cluster, rule).await?;
+                Ok(StepOutcome::Done(note))
+            }
+            TeardownAction::RemoveIdentity => {
+                let cluster_part = teardown::step(&placement, step).await?;
+                if let StepOutcome::Waiting(_) = cluster_part {
+                    return Ok(cluster_part);
+                }
+                let outcome = cloud::remove_identity(cloud, &placement, cluster).await?;
+                Ok(cloud::then(outcome, cluster_part))
+            }
+            TeardownAction::RemoveNamespace => teardown::step(&placement, step).await,
+        }
     }
 }
 

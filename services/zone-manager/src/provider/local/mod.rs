@@ -92,8 +92,14 @@ impl ZoneProvider for LocalProvider {
         }
     }
 
-    async fn ensure(&self, record: &PlacementRecord) -> Result<(), ProviderError> {
-        self.placement(record).layout.create()
+    /// The working directory; the local user is the identity and grants are recorded only.
+    async fn ensure(
+        &self,
+        record: &PlacementRecord,
+        _grants: &[ramen_cloud::Grant],
+    ) -> Result<Vec<String>, ProviderError> {
+        self.placement(record).layout.create()?;
+        Ok(Vec::new())
     }
 
     async fn write_config(
@@ -122,7 +128,11 @@ impl ZoneProvider for LocalProvider {
         Ok(policy::push(&placement, &self.settings).await)
     }
 
-    async fn set_edge_rule(&self, record: &PlacementRecord) -> Result<(), ProviderError> {
+    async fn set_edge_rule(
+        &self,
+        record: &PlacementRecord,
+        _members: &[crate::provider::EdgeMember],
+    ) -> Result<(), ProviderError> {
         // The local edge (api-gateway) applies the rules it reads from ListEndpoints.
         self.placement(record);
         Ok(())
