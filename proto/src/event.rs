@@ -53,6 +53,7 @@ events! {
     RebalanceApplied => "ramen.events.v1.rebalance.applied",
     AuditAppended => "ramen.events.v1.audit.appended",
     McpKeyChanged => "ramen.events.v1.mcp_key.changed",
+    ServiceAccountRulesChanged => "ramen.events.v1.service_account.changed",
     SettingsChanged => "ramen.events.v1.settings.changed",
     SchedulerSettingsChanged => "ramen.events.v1.scheduler_settings.changed",
     NodeLoadReport => "ramen.load.v1.node",

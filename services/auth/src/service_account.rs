@@ -2,6 +2,7 @@
 //! AWS IAM role) receives. Stored here, applied by the zone providers.
 
 use ramen_proto::auth::v1::Action;
+use ramen_proto::events::v1::ServiceAccountRulesChanged;
 use ramen_store::{StoreError, Versioned};
 
 use crate::audit::details;
@@ -80,11 +81,16 @@ impl Auth {
             let record = ServiceAccountRecord { rules, updated_at_ms: now_ms(), updated_by: caller.audit_actor().to_owned() };
             if expected_version == 0 {
                 let version = self.db.service_accounts.put(group, &record).await?;
-                return Ok(Versioned { id: group.to_owned(), version, value: record });
+                let written = Versioned { id: group.to_owned(), version, value: record };
+                self.publish_rules_change(caller, group, written.version).await;
+                return Ok(written);
             }
             let current = Versioned { id: group.to_owned(), version: expected_version, value: record };
             match self.db.service_accounts.update(current).await {
-                Ok(written) => Ok(written),
+                Ok(written) => {
+                    self.publish_rules_change(caller, group, written.version).await;
+                    Ok(written)
+                }
                 Err(StoreError::VersionConflict { actual, .. }) => Err(AuthError::Conflict(format!(
                     "service-account rules are at version {actual}, not {expected_version}; re-read and retry"
                 ))),
@@ -97,5 +103,18 @@ impl Auth {
         .await;
         self.audited(caller, "service_account.set", group, &format!("group/{group}"), extra, result)
             .await
+    }
+
+    /// The rules are stored either way; a zone that misses the event gets them at its next
+    /// deploy (EnsurePlacement applies the identity again).
+    async fn publish_rules_change(&self, caller: &Caller, group: &str, version: u64) {
+        let event = ServiceAccountRulesChanged {
+            meta: Some(crate::events::meta(caller)),
+            group: group.to_owned(),
+            version,
+        };
+        if let Err(error) = self.events.publish(&event).await {
+            tracing::warn!(%error, group, "service-account rules set; ServiceAccountRulesChanged not published");
+        }
     }
 }

@@ -159,3 +159,51 @@ async fn keys_are_checked_and_scoped_to_their_group() {
     let err = world.client().revoke_mcp_key(as_actor(&super_admin, wrong_group)).await.unwrap_err();
     assert_eq!(err.code(), Code::NotFound, "a key is revoked through its own group");
 }
+
+/// Service-account rules (with the keys here: both are what the zone-manager pushes to a
+/// group's zones when auth says they changed).
+#[tokio::test]
+async fn setting_service_account_rules_is_versioned_and_published() {
+    use ramen_proto::common::v1::Provider;
+    use ramen_proto::events::v1::ServiceAccountRulesChanged;
+
+    let world = World::start().await;
+    world.group("alpha").await;
+    let admin = world.user("admin@alpha.dev", false).await;
+    world.member("alpha", &admin, Role::Admin).await;
+    let subject = ramen_service::subject::<ServiceAccountRulesChanged>();
+    let mut events =
+        world.platform.bus.subscribe::<ServiceAccountRulesChanged>(&subject).await.unwrap();
+    let rule = ServiceAccountRule {
+        provider: Provider::Aws as i32,
+        permissions: vec!["s3:GetObject".into()],
+        resources: vec!["arn:aws:s3:::alpha/*".into()],
+        description: "read".into(),
+    };
+    let set = SetServiceAccountRulesRequest {
+        group: "alpha".into(),
+        rules: vec![rule],
+        expected_version: 0,
+    };
+    let written =
+        world.client().set_service_account_rules(as_actor(&admin, set)).await.unwrap().into_inner();
+    let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event in time")
+        .expect("subscription open")
+        .payload;
+    assert_eq!((event.group.as_str(), event.version), ("alpha", written.version));
+    assert_eq!(event.meta.unwrap().actor, admin);
+
+    // A stale version is refused, naming the current one, and publishes nothing.
+    let stale = SetServiceAccountRulesRequest {
+        group: "alpha".into(),
+        rules: vec![],
+        expected_version: written.version + 5,
+    };
+    let err = world.client().set_service_account_rules(as_actor(&admin, stale)).await.unwrap_err();
+    assert_eq!(err.code(), Code::Aborted, "{err:?}");
+    assert!(err.message().contains(&format!("version {}", written.version)), "{}", err.message());
+    let none = tokio::time::timeout(Duration::from_millis(300), events.next()).await;
+    assert!(none.is_err(), "nothing published for a refused change: {none:?}");
+}

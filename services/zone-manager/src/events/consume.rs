@@ -45,6 +45,18 @@ pub async fn spawn_consumers(
             m.refresh_key_hashes(&e.group, &e.zones, &e.environments).await.map(|_| ())
         })
     })
+    .await?;
+    let m = manager.clone();
+    consumer::<ev::ServiceAccountRulesChanged, _>(
+        manager,
+        bus,
+        stream,
+        "service-account-changed",
+        move |e| {
+            let m = m.clone();
+            Box::pin(async move { m.refresh_identities(&e.group).await.map(|_| ()) })
+        },
+    )
     .await
 }
 

@@ -57,4 +57,21 @@ impl ZoneManager {
         self.provider_for(record)?.set_edge_rule(record, &members).await?;
         Ok(())
     }
+
+    /// After `ServiceAccountRulesChanged`: ensures each of the group's live cloud placements
+    /// again, which grants its identity exactly the rules now set. Answers how many.
+    pub async fn refresh_identities(&self, group: &str) -> Result<u32> {
+        let (placements, _) = self.list_placements(group, "", crate::store::Page::all()).await?;
+        let mut refreshed = 0;
+        for placement in placements {
+            if placement.provider == ProviderKind::Local
+                || placement.status == PlacementPhase::TearingDown
+            {
+                continue;
+            }
+            self.ensure_placement(&crate::events::own_caller(), group, &placement.zone).await?;
+            refreshed += 1;
+        }
+        Ok(refreshed)
+    }
 }

@@ -6,11 +6,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ramen_bus::PublishOptions;
 use ramen_cloud::testing::{ACCOUNT, Scene, forwarded, header_of, url_decode};
 use ramen_config::{ClusterAccess, ClusterConfig};
 use ramen_kube_double::{KubeDouble, PodBehaviour};
 use ramen_proto::auth::v1 as auth;
 use ramen_proto::common::v1 as common;
+use ramen_proto::events::v1 as ev;
 use ramen_proto::zone::v1 as pb;
 use ramen_testkit::{Nats, eventually};
 
@@ -134,6 +136,40 @@ async fn an_eks_zone_gets_its_role_route_and_edge_rule_and_teardown_leaves_nothi
     assert!(trust.contains("system:serviceaccount:ramen-team-use1a:ramen-worker"), "{trust}");
     let sa = double.get("v1", "ServiceAccount", "ramen-team-use1a", "ramen-worker").unwrap();
     assert_eq!(sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"], role_arn.as_str());
+
+    // Rules changed on the group page: auth says so, and every zone's role follows at once.
+    auth.service_account_rules.lock()[0].permissions = vec!["sqs:SendMessage".into()];
+    let event =
+        ev::ServiceAccountRulesChanged { group: GROUP.into(), version: 2, ..Default::default() };
+    let subject = ramen_service::subject::<ev::ServiceAccountRulesChanged>();
+    harness
+        .platform
+        .bus
+        .publish(&subject, &event, PublishOptions::with_msg_id("rules-2"))
+        .await
+        .unwrap();
+    for role in ["ramen-team-use1a", "ramen-team-use1b"] {
+        eventually(
+            &format!("{role} granted the new rules only"),
+            Duration::from_secs(30),
+            || async {
+                let policy = scene
+                    .iam
+                    .get_role_policy()
+                    .role_name(role)
+                    .policy_name("ramen-group-rules")
+                    .send()
+                    .await;
+                let policy = url_decode(policy.map_err(|e| e.to_string())?.policy_document());
+                if policy.contains("sqs:SendMessage") && !policy.contains("s3:GetObject") {
+                    Ok(())
+                } else {
+                    Err(policy)
+                }
+            },
+        )
+        .await;
+    }
 
     // The route: a zone rule each and the group's weighted rule over both target groups.
     let groups = scene.target_groups().await;
