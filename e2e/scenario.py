@@ -436,7 +436,8 @@ def call_error(url: str, key: str, tool: str, arguments: dict[str, Any], mode: s
 
 
 # -- the scenario ------------------------------------------------------------------------------
-def children_named(parent: int, name: str) -> list[int]:
+def children_of(parent: int, name: str | None = None) -> list[int]:
+    """Pids whose parent is `parent` (and whose command is `name`, when given), sorted."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -447,9 +448,13 @@ def children_named(parent: int, name: str) -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and comm == name:
+        if ppid == parent and name in (None, comm):
             found.append(int(entry.name))
-    return found
+    return sorted(found)
+
+
+def children_named(parent: int, name: str) -> list[int]:
+    return children_of(parent, name)
 
 
 def survive_a_killed_bus(cluster: Cluster, url: str, key: str) -> None:

@@ -1,7 +1,13 @@
 """Hostile clients against one HTTP listener, for `hostile-bench`: slowloris connections that
 trickle header bytes, connections that send a body one byte at a time, idle connections that
 send nothing, oversized header and body requests. Runs until killed; prints what the server
-did to them every few seconds (closed after how long, or answered with what status)."""
+did to them every few seconds (closed after how long, or answered with what status).
+
+    python attacker.py HOST PORT CONNECTIONS [PATH]
+
+PATH (default `/mcp`, a node's endpoint) is the target of every request: on the gateway, one
+whose handler reads the body (an environment's edge path, `/api/auth/login`), or a trickled
+body would be refused at once by a 404 instead of being read."""
 
 import asyncio
 import collections
@@ -9,6 +15,7 @@ import sys
 import time
 
 host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path = (sys.argv[4] if len(sys.argv) > 4 else "/mcp").encode()
 seen: collections.Counter[str] = collections.Counter()
 lifetimes: dict[str, list[float]] = collections.defaultdict(list)
 
@@ -24,14 +31,14 @@ async def one(kind: str) -> None:
             continue
         try:
             if kind == "slow-headers":
-                writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+                writer.write(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n")
                 while True:
                     writer.write(b"X-Slow: a\r\n")
                     await writer.drain()
                     if await wait_closed(reader, 1.0):
                         break
             elif kind == "slow-body":
-                writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+                writer.write(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
                 while True:
                     writer.write(b" ")
                     await writer.drain()
@@ -40,11 +47,11 @@ async def one(kind: str) -> None:
             elif kind == "idle":
                 await wait_closed(reader, 3600)
             elif kind == "big-headers":
-                writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 600_000 + b"\r\n\r\n")
+                writer.write(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 600_000 + b"\r\n\r\n")
                 await writer.drain()
                 await wait_closed(reader, 30)
             elif kind == "big-body":
-                writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n" + b"a" * 65536)
+                writer.write(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n" + b"a" * 65536)
                 await writer.drain()
                 await wait_closed(reader, 30)
         except (ConnectionError, OSError):
