@@ -234,6 +234,22 @@ impl Scene {
         sets
     }
 
+    /// The role's `ramen-group-rules` policy document, decoded (IAM answers it URL-encoded).
+    pub async fn role_policy(&self, role: &str) -> Result<String, String> {
+        let policy = self
+            .iam
+            .get_role_policy()
+            .role_name(role)
+            .policy_name("ramen-group-rules")
+            .send()
+            .await;
+        Ok(url_decode(
+            policy
+                .map_err(|e| format!("{}", aws_sdk_iam::error::DisplayErrorContext(e)))?
+                .policy_document(),
+        ))
+    }
+
     /// Names of every IAM role.
     pub async fn roles(&self) -> Vec<String> {
         let roles = self.iam.list_roles().send().await.unwrap();

@@ -36,28 +36,12 @@ async fn two_zones_get_roles_routes_and_one_edge_rule_and_teardown_leaves_nothin
         trust.contains(&format!("oidc-provider/{OIDC}")) && trust.contains("sts.amazonaws.com"),
         "{trust}"
     );
-    let policy = scene
-        .iam
-        .get_role_policy()
-        .role_name("ramen-team-aws-a")
-        .policy_name("ramen-group-rules")
-        .send()
-        .await
-        .unwrap();
-    let policy = url_decode(policy.policy_document());
+    let policy = scene.role_policy("ramen-team-aws-a").await.unwrap();
     assert!(policy.contains("s3:GetObject") && policy.contains("team-data"), "{policy}");
     // Changed rules replace the policy; no rules leave none (and only those).
     let fewer = [Grant { permissions: vec!["sqs:SendMessage".into()], resources: vec![] }];
     cloud.ensure_identity(&a, &fewer).await.unwrap();
-    let policy = scene
-        .iam
-        .get_role_policy()
-        .role_name("ramen-team-aws-a")
-        .policy_name("ramen-group-rules")
-        .send()
-        .await
-        .unwrap();
-    let policy = url_decode(policy.policy_document());
+    let policy = scene.role_policy("ramen-team-aws-a").await.unwrap();
     assert!(
         policy.contains("sqs:SendMessage")
             && !policy.contains("s3:GetObject")

@@ -102,6 +102,33 @@ async fn weights(elb: &Client, listener: &str) -> Vec<(String, i32)> {
         .collect()
 }
 
+/// A rebalancer whose AWS balancer uses `moto`, and a wait until `live` cells report.
+async fn aws_harness(zones: std::sync::Arc<StaticZones>, endpoint: String) -> Harness {
+    Harness::start(zones, move |_, ports| {
+        ports.aws = AwsSettings {
+            region: String::new(),
+            endpoint,
+            static_keys: Some(("test".into(), "test".into())),
+        };
+    })
+    .await
+}
+
+async fn cells_live(h: &Harness, live: usize) {
+    eventually("cells live", Duration::from_secs(10), || async {
+        let cells = h
+            .client
+            .clone()
+            .list_load_cells(pb::ListLoadCellsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .cells;
+        if cells.iter().filter(|c| c.live_nodes > 0).count() == live { Ok(()) } else { Err(cells) }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn target_group_weights_follow_measured_load() {
     let moto = Moto::start().await.expect("moto_server starts");
@@ -116,32 +143,14 @@ async fn target_group_weights_follow_measured_load() {
         "team",
     );
     let endpoint = moto.endpoint();
-    let h = Harness::start(zones, move |_, ports| {
-        ports.aws = AwsSettings {
-            region: String::new(),
-            endpoint,
-            static_keys: Some(("test".into(), "test".into())),
-        };
-    })
-    .await;
+    let h = aws_harness(zones, endpoint).await;
     // aws-a has no headroom left on one node and little on the other; aws-b is idle.
     let _nodes = h.keep_reporting(vec![
         node("team", "aws-a", "a0", 50, 50),
         node("team", "aws-a", "a1", 40, 50),
         node("team", "aws-b", "b0", 0, 50),
     ]);
-    eventually("cells live", Duration::from_secs(10), || async {
-        let cells = h
-            .client
-            .clone()
-            .list_load_cells(pb::ListLoadCellsRequest::default())
-            .await
-            .unwrap()
-            .into_inner()
-            .cells;
-        if cells.iter().filter(|c| c.live_nodes > 0).count() == 2 { Ok(()) } else { Err(cells) }
-    })
-    .await;
+    cells_live(&h, 2).await;
 
     let answer = h
         .client
@@ -201,30 +210,12 @@ async fn the_groups_weighted_rule_on_a_shared_listener_follows_measured_load() {
         "team",
     );
     let endpoint = scene.moto.endpoint();
-    let h = Harness::start(zones, move |_, ports| {
-        ports.aws = AwsSettings {
-            region: String::new(),
-            endpoint,
-            static_keys: Some(("test".into(), "test".into())),
-        };
-    })
-    .await;
+    let h = aws_harness(zones, endpoint).await;
     let _nodes = h.keep_reporting(vec![
         node("team", "aws-a", "a0", 45, 50),
         node("team", "aws-b", "b0", 0, 50),
     ]);
-    eventually("cells live", Duration::from_secs(10), || async {
-        let cells = h
-            .client
-            .clone()
-            .list_load_cells(pb::ListLoadCellsRequest::default())
-            .await
-            .unwrap()
-            .into_inner()
-            .cells;
-        if cells.iter().filter(|c| c.live_nodes > 0).count() == 2 { Ok(()) } else { Err(cells) }
-    })
-    .await;
+    cells_live(&h, 2).await;
     let answer = h
         .client
         .clone()

@@ -118,15 +118,7 @@ async fn an_eks_zone_gets_its_role_route_and_edge_rule_and_teardown_leaves_nothi
         placement.cloud_resources
     );
     assert_eq!(placement.cloud_resources[0], role_arn);
-    let policy = scene
-        .iam
-        .get_role_policy()
-        .role_name("ramen-team-use1a")
-        .policy_name("ramen-group-rules")
-        .send()
-        .await
-        .unwrap();
-    let policy = url_decode(policy.policy_document());
+    let policy = scene.role_policy("ramen-team-use1a").await.unwrap();
     assert!(
         policy.contains("s3:GetObject") && !policy.contains("roles/storage"),
         "only the AWS rules: {policy}"
@@ -153,14 +145,7 @@ async fn an_eks_zone_gets_its_role_route_and_edge_rule_and_teardown_leaves_nothi
             &format!("{role} granted the new rules only"),
             Duration::from_secs(30),
             || async {
-                let policy = scene
-                    .iam
-                    .get_role_policy()
-                    .role_name(role)
-                    .policy_name("ramen-group-rules")
-                    .send()
-                    .await;
-                let policy = url_decode(policy.map_err(|e| e.to_string())?.policy_document());
+                let policy = scene.role_policy(role).await?;
                 if policy.contains("sqs:SendMessage") && !policy.contains("s3:GetObject") {
                     Ok(())
                 } else {
