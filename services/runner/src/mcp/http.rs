@@ -34,7 +34,22 @@ pub const VERSION_HEADER: &str = "mcp-protocol-version";
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 pub fn router(node: Arc<Node>, path: &str) -> Router {
-    Router::new().route(path, post(post_mcp).get(get_mcp).delete(delete_mcp)).with_state(node)
+    Router::new()
+        .route(path, post(post_mcp).get(get_mcp).delete(delete_mcp))
+        .layer(axum::middleware::map_response_with_state(node.clone(), close_while_draining))
+        .with_state(node)
+}
+
+/// While draining, every answer asks the client to close its connection. A client (the edge)
+/// then opens a fresh one for its next request, which a stopped listener refuses outright (safe
+/// to send to another worker), instead of reusing an idle keep-alive connection that the node
+/// closes just as the request arrives: that request would be lost with no way to tell it never
+/// ran.
+async fn close_while_draining(State(node): State<Arc<Node>>, mut response: Response) -> Response {
+    if node.is_draining() {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response {

@@ -76,11 +76,16 @@ async fn begin_drain(node: &mut TestNode) -> tokio::task::JoinHandle<Duration> {
     drain
 }
 
+/// Status and `Retry-After` of an initialize; asserts that a draining node asks the client to
+/// close the connection (so no request is sent on a keep-alive connection the node is about
+/// to close).
 async fn initialize_status(url: &str) -> (u16, Option<String>) {
     let body = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
         "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
     let response = Raw::new(url).post(&body).send().await.unwrap();
     let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    let connection = response.headers().get("connection").map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(connection.as_deref(), Some("close"), "a draining node closes every connection");
     (response.status().as_u16(), retry_after)
 }
 

@@ -59,19 +59,33 @@ impl ZoneManager {
     }
 
     /// After `ServiceAccountRulesChanged`: ensures each of the group's live cloud placements
-    /// again, which grants its identity exactly the rules now set. Answers how many.
+    /// again, which grants its identity exactly the rules now set. Answers how many. One
+    /// placement refused for good (its zone being deleted) does not stop the others; the first
+    /// retryable failure is answered after trying them all, so the event is delivered again.
     pub async fn refresh_identities(&self, group: &str) -> Result<u32> {
         let (placements, _) = self.list_placements(group, "", crate::store::Page::all()).await?;
-        let mut refreshed = 0;
+        let (mut refreshed, mut retry) = (0, None);
         for placement in placements {
             if placement.provider == ProviderKind::Local
                 || placement.status == PlacementPhase::TearingDown
             {
                 continue;
             }
-            self.ensure_placement(&crate::events::own_caller(), group, &placement.zone).await?;
-            refreshed += 1;
+            let own = crate::events::own_caller();
+            match self.ensure_placement(&own, group, &placement.zone).await {
+                Ok(_) => refreshed += 1,
+                Err(err) if err.is_retryable() => {
+                    tracing::warn!(%err, group, zone = %placement.zone, "identity not refreshed; the event will be retried");
+                    retry.get_or_insert(err);
+                }
+                Err(err) => {
+                    tracing::warn!(%err, group, zone = %placement.zone, "identity not refreshed")
+                }
+            }
         }
-        Ok(refreshed)
+        match retry {
+            Some(err) => Err(err),
+            None => Ok(refreshed),
+        }
     }
 }
