@@ -2,7 +2,7 @@
 //! reports of its providers.
 
 mod consume;
-mod publish;
+pub(crate) mod publish;
 mod workers;
 
 pub use consume::spawn_consumers;

@@ -8,7 +8,7 @@ use ramen_proto::common::v1::PageInfo;
 use super::ZoneManager;
 use crate::error::{Error, Result};
 use crate::model::{PlacementPhase, TrackKind};
-use crate::provider::WorkerView;
+
 use crate::store::Page;
 use crate::validate;
 
@@ -25,7 +25,7 @@ pub struct Endpoint {
     pub address: String,
     pub weight: u32,
     pub ready: bool,
-    /// New sessions and stateless calls may be placed on it (see [`serving`]).
+    /// New sessions and stateless calls may be placed on it (see [`crate::provider::serving`]).
     pub serving: bool,
 }
 
@@ -91,7 +91,8 @@ impl ZoneManager {
                 Ok(provider) => provider.workers(&placement).await?,
                 Err(_) => Vec::new(),
             };
-            let serving = serving(&workers);
+            let serving: HashSet<String> =
+                crate::provider::serving(&workers).iter().map(|w| w.id.clone()).collect();
             let endpoints = workers
                 .into_iter()
                 .filter(|w| !ready_only || serving.contains(&w.id))
@@ -113,16 +114,4 @@ impl ZoneManager {
         }
         Ok(page.slice(out))
     }
-}
-
-/// The ids of the workers the edge places a zone's new sessions and stateless calls on: its
-/// ready stable workers; while it has none (a track of one restarting in a deploy, a crashed
-/// worker being replaced), its ready canaries, which run the commit that passed the smoke
-/// test, rather than no one.
-fn serving(workers: &[WorkerView]) -> HashSet<String> {
-    let ready = |track| {
-        workers.iter().filter(move |w| w.is_ready() && w.track == track).map(|w| w.id.clone())
-    };
-    let stable: HashSet<String> = ready(TrackKind::Worker).collect();
-    if stable.is_empty() { ready(TrackKind::Canary).collect() } else { stable }
 }

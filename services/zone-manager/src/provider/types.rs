@@ -91,6 +91,16 @@ impl WorkerView {
     }
 }
 
+/// The workers that take new requests: a placement's ready stable workers; while it has none
+/// (a track of one restarting in a deploy, a crashed worker being replaced), its ready
+/// canaries, which run the commit that passed the smoke test, rather than no one. The local
+/// edge routes to these, and a cloud route registers them.
+pub fn serving(workers: &[WorkerView]) -> Vec<&WorkerView> {
+    let ready = |track| workers.iter().filter(move |w| w.is_ready() && w.track == track);
+    let stable: Vec<&WorkerView> = ready(TrackKind::Worker).collect();
+    if stable.is_empty() { ready(TrackKind::Canary).collect() } else { stable }
+}
+
 /// A worker that did not become ready, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NotReadyWorker {

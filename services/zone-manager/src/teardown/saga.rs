@@ -94,26 +94,22 @@ impl ZoneManager {
     }
 
     /// A record written before teardowns kept the region reads it from the zone.
-    /// The group's other placements are read here, and a failure to read them fails the step:
-    /// computed from nothing, the group's edge rule would be removed for zones that still use it.
-    async fn teardown_target(&self, record: &TeardownRecord) -> Result<TeardownTarget> {
+    async fn teardown_target(&self, record: &TeardownRecord) -> TeardownTarget {
         let region = match record.region.is_empty() {
             false => record.region.clone(),
             true => self.zone(&record.zone).await.map(|z| z.region).unwrap_or_default(),
         };
-        let edge_members =
-            self.edge_members(&record.group, record.provider, Some(&record.zone)).await?;
-        Ok(TeardownTarget {
+        TeardownTarget {
             group: record.group.clone(),
             zone: record.zone.clone(),
             region,
-            edge_members,
-        })
+            edge_members: Vec::new(),
+        }
     }
 
     async fn run_step(&self, record: &TeardownRecord, step: &str) -> Result<StepOutcome> {
         let provider = self.providers.get(record.provider, &record.zone)?;
-        let target = self.teardown_target(record).await?;
+        let mut target = self.teardown_target(record).await;
         let action = match step {
             "drain_workers" => {
                 // Waits for a rollout in progress on the placement to end first.
@@ -125,7 +121,13 @@ impl ZoneManager {
                 self.clear_edge_weights(&record.id()).await?;
                 TeardownAction::RemoveRoute
             }
-            "remove_edge_rule" => TeardownAction::RemoveEdgeRule,
+            "remove_edge_rule" => {
+                // A failure to read the group's other placements fails the step: computed from
+                // nothing, the group's edge rule would be removed for zones that still use it.
+                target.edge_members =
+                    self.edge_members(&record.group, record.provider, Some(&record.zone)).await?;
+                TeardownAction::RemoveEdgeRule
+            }
             "remove_identity" => TeardownAction::RemoveIdentity,
             "remove_namespace" => TeardownAction::RemoveNamespace,
             "delete_records" => return self.delete_records(record).await,

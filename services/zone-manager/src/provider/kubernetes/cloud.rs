@@ -12,7 +12,7 @@ use ramen_config::ClusterConfig;
 use super::manifests::WORKER_SERVICE_ACCOUNT;
 use super::settings::{KubeSettings, MCP_PORT};
 use super::{Placement, pods};
-use crate::model::{ProviderKind, SizeClass, TrackKind};
+use crate::model::{ProviderKind, SizeClass};
 use crate::provider::{EdgeMember, ProviderError, StepOutcome, WorkerView};
 
 pub(super) fn error(err: CloudError) -> ProviderError {
@@ -73,15 +73,10 @@ pub(super) async fn sync_targets(
 }
 
 fn serving_ips(views: &[WorkerView]) -> Vec<IpAddr> {
-    let ready = |track: TrackKind| -> Vec<IpAddr> {
-        views
-            .iter()
-            .filter(|v| v.track == track && v.is_ready())
-            .filter_map(|v| v.mcp_address.parse::<SocketAddr>().ok().map(|a| a.ip()))
-            .collect()
-    };
-    let stable = ready(TrackKind::Worker);
-    if stable.is_empty() { ready(TrackKind::Canary) } else { stable }
+    crate::provider::serving(views)
+        .iter()
+        .filter_map(|v| v.mcp_address.parse::<SocketAddr>().ok().map(|a| a.ip()))
+        .collect()
 }
 
 /// Takes every target out before the workers drain, so the load balancer stops sending new
@@ -187,24 +182,13 @@ pub(super) fn then(cloud: Outcome, cluster: StepOutcome) -> StepOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::WorkerPhase;
+    use crate::model::{TrackKind, WorkerPhase};
 
     fn view(track: TrackKind, ip: &str, state: WorkerPhase) -> WorkerView {
         WorkerView {
-            id: ip.into(),
-            track,
             state,
-            reason: String::new(),
             mcp_address: format!("{ip}:8000"),
-            admin_address: String::new(),
-            grpc_address: String::new(),
-            loaded_commit: String::new(),
-            restarts: 0,
-            started_at_ms: 0,
-            pid: None,
-            exit_code: None,
-            last_log_lines: Vec::new(),
-            limits: String::new(),
+            ..crate::events::publish::gone(ip, track)
         }
     }
 
