@@ -55,8 +55,11 @@ class MultiRoundTripTest(unittest.TestCase):
             },
         )["result"]
         self.assertEqual(text_of(done), "Ada likes teal")
+        # a different last hex digit of the MAC: replacing it with a fixed "0" left the state
+        # intact whenever the MAC already ended in 0 (one run in sixteen)
+        other = "1" if state[-1] == "0" else "0"
         tampered = self.rt.call_tool(
-            "test_input_required_result_multi_round", input={"requestState": state[:-1] + "0"}
+            "test_input_required_result_multi_round", input={"requestState": state[:-1] + other}
         )
         self.assertEqual(tampered["error"]["code"], -32602, tampered)
 
