@@ -8,13 +8,18 @@
 //!   web ACL): one per group, so two zones of a group share it and it allows the union of
 //!   their lists.
 //!
+//! On GCP the same three are a Google service account bound by Workload Identity, the zone's
+//! NEG behind the group's backend services and URL map route rules, and a Cloud Armor policy
+//! per group.
+//!
 //! [`ZoneCloud`] is the port the zone-manager's Kubernetes provider calls; [`aws::AwsCloud`]
-//! implements it. Every operation is idempotent and safe to repeat after a crash; everything
+//! and [`gcp::GcpCloud`] implement it. Every operation is idempotent and safe to repeat after a crash; everything
 //! made carries ownership tags ([`MANAGED_BY_TAG`]), and teardown deletes only what carries
 //! them. Removal answers [`Outcome::Waiting`] while the cloud still holds something back
 //! (a target group a rule still uses), so the saga asks again.
 
 pub mod aws;
+pub mod gcp;
 pub mod names;
 #[cfg(feature = "test-util")]
 pub mod testing;
@@ -25,7 +30,7 @@ use async_trait::async_trait;
 use ipnet::IpNet;
 use ramen_config::ClusterConfig;
 
-/// Tag (AWS) marking what ramen made: only resources with `ramen.io/managed-by = ramen` are
+/// Tag (AWS; on GCP a word of the description) marking what ramen made: only resources with `ramen.io/managed-by = ramen` are
 /// changed or deleted.
 pub const MANAGED_BY_TAG: &str = "ramen.io/managed-by";
 pub const MANAGED_BY: &str = "ramen";
@@ -42,6 +47,8 @@ pub struct PlacementRef<'a> {
     pub zone: &'a str,
     /// `ramen-<group>-<zone>`.
     pub namespace: &'a str,
+    /// The cloud location the workers pin to (`us-central1-a`, `us-east-1a`).
+    pub location: &'a str,
     /// The Kubernetes ServiceAccount the workers run as (in `namespace`).
     pub service_account: &'a str,
     /// The cluster the zone runs in: region, account, load balancer, web ACL.

@@ -2,6 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::{GROUP_TAG, MANAGED_BY, MANAGED_BY_TAG, ZONE_TAG};
+
 /// `full` when it fits in `max` characters, else its start and a hash of the whole, so two
 /// long names sharing a start never collide.
 pub fn fit(full: &str, max: usize) -> String {
@@ -31,6 +33,45 @@ pub fn ip_set(group: &str, v6: bool) -> String {
 /// The group's rule in the shared web ACL.
 pub fn web_acl_rule(group: &str) -> String {
     fit(&format!("ramen-{group}"), 128)
+}
+
+/// A Google service account id: 6 to 30 characters.
+pub fn service_account(group: &str, zone: &str) -> String {
+    fit(&format!("ramen-{group}-{zone}"), 30)
+}
+
+/// A Compute resource name (at most 63 characters): the group's backend service, health check
+/// and security policy are `ramen-<group>`; a zone's backend service `ramen-<group>-<zone>`.
+pub fn compute(group: &str, zone: Option<&str>) -> String {
+    match zone {
+        Some(zone) => fit(&format!("ramen-{group}-{zone}"), 63),
+        None => fit(&format!("ramen-{group}"), 63),
+    }
+}
+
+/// The ownership marker in a Compute resource's (or route rule's) description, where AWS has
+/// tags: `ramen.io/managed-by=ramen ramen.io/group=<g>[ ramen.io/zone=<z>]`.
+pub fn marker(group: &str, zone: Option<&str>) -> String {
+    let mut marker = format!("{MANAGED_BY_TAG}={MANAGED_BY} {GROUP_TAG}={group}");
+    if let Some(zone) = zone {
+        marker.push_str(&format!(" {ZONE_TAG}={zone}"));
+    }
+    marker
+}
+
+/// Whether a description carries the marker of `group` (and of `zone`: `Some(None)` = the
+/// group-wide resource, `None` = any of the group's).
+pub fn marked(description: Option<&str>, group: &str, zone: Option<Option<&str>>) -> bool {
+    let words: Vec<&str> = description.unwrap_or_default().split_whitespace().collect();
+    let has = |key: &str, value: &str| words.contains(&format!("{key}={value}").as_str());
+    let zone_word = words.iter().find(|w| w.starts_with(&format!("{ZONE_TAG}=")));
+    has(MANAGED_BY_TAG, MANAGED_BY)
+        && has(GROUP_TAG, group)
+        && match zone {
+            None => true,
+            Some(None) => zone_word.is_none(),
+            Some(Some(zone)) => has(ZONE_TAG, zone),
+        }
 }
 
 /// The request paths of a group on the shared hostname.
@@ -68,6 +109,21 @@ mod tests {
         assert!(a.len() <= 32 && b.len() <= 32, "{a} {b}");
         assert_ne!(a, b);
         assert!(a.starts_with("ramen-platform-tools") && !a.contains("--"), "{a}");
+    }
+
+    #[test]
+    fn markers_tell_a_groups_and_a_zones_resources_apart() {
+        let zone = marker("team", Some("us-a"));
+        let group = marker("team", None);
+        assert!(marked(Some(&zone), "team", Some(Some("us-a"))));
+        assert!(!marked(Some(&zone), "team", Some(Some("us-b"))));
+        assert!(!marked(Some(&zone), "team", Some(None)));
+        assert!(marked(Some(&group), "team", Some(None)));
+        assert!(marked(Some(&zone), "team", None) && marked(Some(&group), "team", None));
+        assert!(!marked(Some(&group), "team-b", None));
+        assert!(!marked(Some("made by hand"), "team", None) && !marked(None, "team", None));
+        let long = service_account("platform-tools", "us-central1-a");
+        assert!(long.len() <= 30 && long != service_account("platform-tools", "us-central1-b"));
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! A moto scene for the tests of AWS zones' cloud resources (feature `test-util`): what an
+//! A moto scene for the tests of AWS zones' cloud resources (feature `test-util`; GCP's
+//! stand-in is [`gcp`]): what an
 //! operator provides (VPC, ALB, listener, a web ACL with a rule of its own) made through the
 //! real SDKs, and readers of every resource ramen makes.
+
+pub mod gcp;
 
 use std::sync::Arc;
 
@@ -158,6 +161,7 @@ impl Scene {
             group,
             zone,
             namespace,
+            location: "us-east-1a",
             service_account: "ramen-worker",
             cluster: &self.cluster,
             port: 8000,

@@ -58,6 +58,12 @@ pub struct KubernetesConfig {
     /// The AWS APIs (IAM, ELBv2, WAFv2) of AWS zones' cloud resources; empty = AWS (or
     /// `AWS_ENDPOINT_URL`); a stand-in such as moto in tests.
     pub aws_endpoint: String,
+    /// The Google APIs (Compute, IAM, Resource Manager) of GCP zones' cloud resources, all at
+    /// one URL; empty = Google's own endpoints; a local stand-in in tests.
+    pub gcp_endpoint: String,
+    /// Send no credentials to `gcp_endpoint` (a stand-in); otherwise Application Default
+    /// Credentials.
+    pub gcp_anonymous: bool,
 }
 
 impl Default for KubernetesConfig {
@@ -78,6 +84,8 @@ impl Default for KubernetesConfig {
             site_packages: Vec::new(),
             pip_args: Vec::new(),
             aws_endpoint: String::new(),
+            gcp_endpoint: String::new(),
+            gcp_anonymous: false,
         }
     }
 }
@@ -109,6 +117,13 @@ pub struct ClusterConfig {
     /// AWS: the shared ALB listener (HTTPS) every zone of this cluster is reached through;
     /// empty = ramen makes no load-balancer route.
     pub listener_arn: String,
+    /// GCP: the shared global URL map (external Application Load Balancer) every zone of this
+    /// cluster is reached through; each group gets route rules in it, backend services, a
+    /// health check and a Cloud Armor policy. Empty = ramen makes no load-balancer route.
+    pub url_map: String,
+    /// GCP: the URL map's path matcher (serving the MCP hostname) the route rules go in;
+    /// empty = the URL map's only path matcher.
+    pub path_matcher: String,
     /// AWS: the regional WAFv2 web ACL on that ALB, where each group's IP rules become a rule
     /// over the group's IP sets; empty = the nodes' allow-lists only.
     pub web_acl_arn: String,
@@ -216,6 +231,38 @@ impl ClusterConfig {
     }
 }
 
+impl ClusterConfig {
+    /// The GCP cloud settings: Compute resource names, and what each needs.
+    fn validate_gcp(&self, name: &str) -> Result<(), ConfigError> {
+        let key = |field: &str| format!("kubernetes.clusters.{name}.{field}");
+        for (field, value) in [("url_map", &self.url_map), ("path_matcher", &self.path_matcher)] {
+            let fits = value.len() <= 63
+                && value.starts_with(|c: char| c.is_ascii_lowercase())
+                && value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !value.ends_with('-');
+            if !value.is_empty() && !fits {
+                return Err(ConfigError::invalid(
+                    &key(field),
+                    format!(
+                        "{value:?} is not a Compute resource name (lowercase letters, digits and -, \
+                         starting with a letter, at most 63); give the name, not a URL"
+                    ),
+                ));
+            }
+        }
+        if !self.path_matcher.is_empty() && self.url_map.is_empty() {
+            return Err(ConfigError::invalid(&key("url_map"), "is required with path_matcher"));
+        }
+        if !self.url_map.is_empty() && self.project.is_empty() {
+            return Err(ConfigError::invalid(
+                &key("project"),
+                "is required with url_map (the project of the load balancer and the service accounts)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl KubernetesConfig {
     /// The cluster (name and settings) a zone of `provider` at `location` runs in.
     pub fn cluster_for(&self, provider: &str, location: &str) -> Option<(&str, &ClusterConfig)> {
@@ -242,6 +289,9 @@ impl KubernetesConfig {
             }
             if cluster.provider == "aws" {
                 cluster.validate_aws(name)?;
+            }
+            if cluster.provider == "gcp" {
+                cluster.validate_gcp(name)?;
             }
             if cluster.access == ClusterAccess::InCluster
                 && !(cluster.kubeconfig.is_empty() && cluster.context.is_empty())
@@ -383,6 +433,22 @@ mod tests {
         assert!(err.contains("kubernetes.clusters.one.account_id"), "{err}");
         let err = aws(&|c| c.account_id = "12345".into());
         assert!(err.contains("12-digit"), "{err}");
+        let gcp = |edit: &dyn Fn(&mut ClusterConfig)| {
+            check(&|c| edit(c.clusters.get_mut("one").unwrap()))
+        };
+        let err = gcp(&|c| {
+            c.project = "acme".into();
+            c.url_map =
+                "https://www.googleapis.com/compute/v1/projects/acme/global/urlMaps/mcp".into();
+        });
+        assert!(
+            err.contains("kubernetes.clusters.one.url_map") && err.contains("not a URL"),
+            "{err}"
+        );
+        let err = gcp(&|c| c.url_map = "mcp".into());
+        assert!(err.contains("kubernetes.clusters.one.project"), "{err}");
+        let err = gcp(&|c| c.path_matcher = "ramen".into());
+        assert!(err.contains("kubernetes.clusters.one.url_map"), "{err}");
         let err = check(&|c| {
             c.clusters.insert("two".into(), cluster("gcp", "us-central1"));
         });

@@ -161,6 +161,14 @@ const ABOUT: &[(&str, &str)] = &[
     ),
     ("kubernetes.bind_pod_ip", "Workers bind the pod IP rather than every address"),
     (
+        "kubernetes.gcp_anonymous",
+        "Send no credentials to `kubernetes.gcp_endpoint` (a local stand-in); otherwise Application Default Credentials",
+    ),
+    (
+        "kubernetes.gcp_endpoint",
+        "Compute, IAM and Resource Manager endpoint of GCP zones' cloud resources; empty = Google's APIs",
+    ),
+    (
         "kubernetes.clusters",
         "Clusters by name (`[kubernetes.clusters.<name>]` tables in `ramen.toml`: provider, region, access, …; see the operator guide)",
     ),

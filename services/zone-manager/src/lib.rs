@@ -71,23 +71,33 @@ pub async fn start_with(
 #[derive(Clone, Default)]
 pub struct Clouds {
     pub aws: Option<Arc<dyn ramen_cloud::ZoneCloud>>,
+    pub gcp: Option<Arc<dyn ramen_cloud::ZoneCloud>>,
 }
 
 impl Clouds {
-    /// AWS through the standard credential chain, at `kubernetes.aws_endpoint` when set.
+    /// AWS through the standard credential chain, at `kubernetes.aws_endpoint` when set;
+    /// GCP through Application Default Credentials, at `kubernetes.gcp_endpoint` when set.
     pub fn from_config(config: &Config) -> Self {
-        let settings = ramen_cloud::aws::AwsCloudSettings {
+        let aws = ramen_cloud::aws::AwsCloudSettings {
             endpoint: config.kubernetes.aws_endpoint.clone(),
             ..Default::default()
         };
-        Self { aws: Some(Arc::new(ramen_cloud::aws::AwsCloud::new(settings))) }
+        let gcp = ramen_cloud::gcp::GcpCloudSettings {
+            endpoint: config.kubernetes.gcp_endpoint.clone(),
+            anonymous: config.kubernetes.gcp_anonymous,
+            ..Default::default()
+        };
+        Self {
+            aws: Some(Arc::new(ramen_cloud::aws::AwsCloud::new(aws))),
+            gcp: Some(Arc::new(ramen_cloud::gcp::GcpCloud::new(gcp))),
+        }
     }
 
     fn for_kind(&self, kind: ProviderKind) -> Option<Arc<dyn ramen_cloud::ZoneCloud>> {
         match kind {
             ProviderKind::Aws => self.aws.clone(),
-            // Google Cloud's resources are not made yet: GKE zones run pods only.
-            _ => None,
+            ProviderKind::Gcp => self.gcp.clone(),
+            ProviderKind::Local => None,
         }
     }
 }

@@ -152,3 +152,57 @@ async fn a_missing_backend_is_refused_and_audited() {
         .into_inner();
     assert!(answer.applied, "{answer:?}");
 }
+
+/// The route `ramen-cloud` makes for GKE zones: the weights go to the capacity scalers of the
+/// group's backend service; the zones' own (pinned) backend services keep theirs.
+#[tokio::test]
+async fn the_groups_backend_service_made_by_ramen_cloud_follows_measured_load() {
+    use ramen_cloud::ZoneCloud;
+    use ramen_cloud::testing::gcp::{GoogleStandIn, PROJECT as CLOUD_PROJECT};
+
+    let google = GoogleStandIn::start().await;
+    let cluster = google.cluster();
+    let cloud = google.cloud();
+    for (zone, location) in [("gcp-a", "us-central1-a"), ("gcp-b", "us-central1-b")] {
+        let namespace = format!("ramen-team-{zone}");
+        let placement = google.placement(&cluster, "team", zone, &namespace, location);
+        cloud.ensure_route(&placement).await.unwrap();
+        google.add_neg(location, &namespace);
+        cloud.sync_targets(&placement, &["10.8.0.1".parse().unwrap()]).await.unwrap();
+    }
+    // The scalers' patch is an operation that runs a while.
+    google.state.lock().running_for = Duration::from_millis(300);
+    let zones = StaticZones::with(
+        &[("gcp-a", Provider::Gcp, "us-central1-a"), ("gcp-b", Provider::Gcp, "us-central1-b")],
+        "team",
+    );
+    let endpoint = google.url.clone();
+    let h = Harness::start(zones, move |_, ports| {
+        ports.gcp = GcpSettings { project: CLOUD_PROJECT.into(), endpoint, anonymous: true };
+    })
+    .await;
+    let _nodes = report_load(&h).await;
+    let request = ramen_clients::fakes::super_admin("u-alice")
+        .request(pb::RebalanceRequest { group: "team".into(), zone: "gcp-a".into() });
+    h.client.clone().rebalance(request).await.unwrap();
+    eventually("the group's scalers follow the load", Duration::from_secs(30), || async {
+        let backends = google.backends("ramen-team");
+        let close = |got: f64, want: f64| (got - want).abs() < 0.001;
+        match backends.as_slice() {
+            [(a, sa), (b, sb)]
+                if a == "ramen-team-gcp-a"
+                    && b == "ramen-team-gcp-b"
+                    && close(*sa, 0.111)
+                    && close(*sb, 1.0) =>
+            {
+                Ok(())
+            }
+            _ => Err(format!("{backends:?}")),
+        }
+    })
+    .await;
+    for zone in ["gcp-a", "gcp-b"] {
+        let pinned = google.backends(&format!("ramen-team-{zone}"));
+        assert_eq!(pinned, [(format!("ramen-team-{zone}"), 1.0)], "pinned traffic keeps its zone");
+    }
+}

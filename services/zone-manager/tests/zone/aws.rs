@@ -47,7 +47,7 @@ async fn eks(
         context: "eks-us-east-1".into(),
         ..scene.cluster.clone()
     };
-    let clouds = ramen_zone_manager::Clouds { aws: Some(scene.shared_cloud()) };
+    let clouds = ramen_zone_manager::Clouds { aws: Some(scene.shared_cloud()), gcp: None };
     let nats = Nats::start().await.expect("nats-server starts");
     let harness = Harness::start_with_clouds(
         nats,

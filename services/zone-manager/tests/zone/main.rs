@@ -10,6 +10,7 @@ mod support;
 mod aws;
 mod conformance;
 mod failures;
+mod gcp;
 mod kubernetes;
 mod policy;
 mod realauth;

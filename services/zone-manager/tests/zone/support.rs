@@ -103,7 +103,8 @@ impl Harness {
         Self::start_with_clouds(nats, dir, tweak, port, auth, None).await
     }
 
-    /// With cloud adapters given (`None` = from the config, as in production).
+    /// With cloud adapters given (`None` = none: the cluster's pods only, so a test of pods
+    /// with a `project` or `account_id` set never reaches the real Google or AWS APIs).
     pub async fn start_with_clouds(
         nats: Nats,
         dir: TempDir,
@@ -116,8 +117,7 @@ impl Harness {
         tweak(&mut config);
         let platform =
             Platform::open(config, &nats.url(), Shutdown::new()).await.expect("platform opens");
-        let clouds =
-            clouds.unwrap_or_else(|| ramen_zone_manager::Clouds::from_config(&platform.config));
+        let clouds = clouds.unwrap_or_default();
         let started = ramen_zone_manager::start_with_clouds(platform.clone(), port, clouds)
             .await
             .expect("zone-manager starts");

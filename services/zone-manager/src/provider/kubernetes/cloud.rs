@@ -27,6 +27,7 @@ fn reference<'a>(placement: &'a Placement<'a>, cluster: &'a ClusterConfig) -> Pl
         group: placement.target.group,
         zone: placement.target.zone,
         namespace: placement.target.namespace,
+        location: placement.target.region,
         service_account: WORKER_SERVICE_ACCOUNT,
         cluster,
         port: MCP_PORT,
@@ -94,9 +95,10 @@ pub(super) async fn deregister_all(
     }
 }
 
-/// The group's edge rule behind `cluster`'s web ACL, from every member there: one rule per
+/// The group's edge rule behind `cluster`'s edge, from every member there: one rule per
 /// group, so it lets through what any of the group's zones allows. A zone with no list
-/// allows everyone, so then the edge does too (the node's own list stays its own).
+/// allows everyone, so then the edge does too (the node's own list stays its own). The
+/// edge is the web ACL of a region on AWS, the project's (global) Cloud Armor on GCP.
 pub(super) fn edge_rule(
     settings: &KubeSettings,
     kind: ProviderKind,
@@ -106,8 +108,9 @@ pub(super) fn edge_rule(
     let behind_same_edge: Vec<&EdgeMember> = members
         .iter()
         .filter(|m| {
-            settings.cluster(kind, &m.zone, &m.region).is_ok_and(|(_, c)| {
-                c.region == cluster.region && c.web_acl_arn == cluster.web_acl_arn
+            settings.cluster(kind, &m.zone, &m.region).is_ok_and(|(_, c)| match kind {
+                ProviderKind::Gcp => c.project == cluster.project && !c.url_map.is_empty(),
+                _ => c.region == cluster.region && c.web_acl_arn == cluster.web_acl_arn,
             })
         })
         .collect();

@@ -97,7 +97,9 @@ pub fn cloud_identity(
             format!("{}@{}.iam.gserviceaccount.com", gcp_account_id(group, zone), cluster.project)
         }
         ProviderKind::Aws if !cluster.account_id.is_empty() => {
-            format!("arn:aws:iam::{}:role/ramen-{group}-{zone}", cluster.account_id)
+            let partition = ramen_cloud::names::partition(&cluster.region);
+            let role = ramen_cloud::names::role(group, zone);
+            format!("arn:{partition}:iam::{}:role/{role}", cluster.account_id)
         }
         _ => String::new(),
     }
@@ -106,25 +108,5 @@ pub fn cloud_identity(
 /// A Google service account id is 6 to 30 characters: `ramen-<group>-<zone>` when it fits,
 /// else its start and a hash of the whole, so two placements never share one.
 pub fn gcp_account_id(group: &str, zone: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let full = format!("ramen-{group}-{zone}");
-    if full.len() <= 30 {
-        return full;
-    }
-    let hash = hex::encode(Sha256::digest(full.as_bytes()));
-    let head = full[..21].trim_end_matches('-');
-    format!("{head}-{}", &hash[..8])
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn service_account_ids_fit_and_stay_distinct() {
-        assert_eq!(super::gcp_account_id("team", "us-a"), "ramen-team-us-a");
-        let long = super::gcp_account_id("platform-tools", "us-central1-a");
-        let other = super::gcp_account_id("platform-tools", "us-central1-b");
-        assert!(long.len() <= 30 && other.len() <= 30, "{long} {other}");
-        assert_ne!(long, other);
-        assert!(long.starts_with("ramen-platform-tools"), "{long}");
-    }
+    ramen_cloud::names::service_account(group, zone)
 }
