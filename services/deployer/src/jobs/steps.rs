@@ -127,13 +127,18 @@ impl Pipeline {
     async fn write_config(&self, zone: &str) -> Result<StepEnd, StepError> {
         let deployer = &self.run.deployer;
         let group = &self.group.name;
-        match deployer.core.zones.ensure_placement(group, zone).await {
-            Ok(_) => {}
+        // A cloud zone's resources (identity, route) are ensured here too; an operation the
+        // cloud is still running fails the step as unavailable, and it is retried.
+        let cloud = match deployer.core.zones.ensure_placement(group, zone).await {
+            Ok(placement) if placement.cloud_resources.is_empty() => String::new(),
+            Ok(placement) => {
+                format!("; cloud resources in place: {}", placement.cloud_resources.join(", "))
+            }
             Err(Error::NotFound(what)) => {
                 return Err(failed(format!("zone `{zone}` cannot be used: {what}")));
             }
             Err(err) => return Err(err.into()),
-        }
+        };
         let (snapshot, _, _) = self.snapshot().await?;
         let snapshot = self.environment(zone, snapshot).await?;
         // The clone token is the control plane's: workers never clone, so they never get it.
@@ -159,7 +164,7 @@ impl Pipeline {
         let written = deployer.core.zones.write_config(group, zone, config).await?;
         let keys = written.placement.as_ref().map_or(0, |p| p.key_count);
         Ok(StepEnd {
-            outcome: format!("{keys} keys, {outcome}; policy v{}", written.policy_version),
+            outcome: format!("{keys} keys, {outcome}; policy v{}{cloud}", written.policy_version),
             ..StepEnd::default()
         })
     }

@@ -236,3 +236,67 @@ async fn a_gke_zone_gets_its_account_route_and_policy_and_teardown_leaves_nothin
     assert_eq!(services, ["fallback"]);
     assert_eq!(google.roles_of(&project, "user:ops@acme.dev"), [("roles/owner".to_owned(), None)]);
 }
+
+#[tokio::test]
+async fn a_google_outage_mid_ensure_and_mid_teardown_is_retried_and_nothing_is_left() {
+    let google = GoogleStandIn::start().await;
+    let double = KubeDouble::start().await.expect("the double starts");
+    let dir = tempfile::tempdir().unwrap();
+    let (mut harness, _auth) = gke(&google, &double, &dir.path().join("kubeconfig")).await;
+    let (zone, location) = ZONES[0];
+    let request = pb::CreateZoneRequest {
+        name: zone.into(),
+        provider: common::Provider::Gcp as i32,
+        region: location.into(),
+        ..Default::default()
+    };
+    harness.client.create_zone(request).await.expect("zone created");
+
+    // Google down while the placement is ensured: a retryable error, nothing recorded as made.
+    google.state.lock().down = true;
+    let ensure = pb::EnsurePlacementRequest { group: GROUP.into(), zone: zone.into() };
+    let status = harness.client.ensure_placement(ensure.clone()).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    let get = pb::GetPlacementRequest { group: GROUP.into(), zone: zone.into() };
+    if let Ok(placement) = harness.client.get_placement(get.clone()).await {
+        assert!(placement.into_inner().cloud_resources.is_empty());
+    }
+    // Back: the retry makes and records everything.
+    google.state.lock().down = false;
+    harness.client.ensure_placement(ensure).await.expect("placement ensured");
+    let placement = harness.client.get_placement(get).await.unwrap().into_inner();
+    assert_eq!(placement.cloud_resources.len(), 4, "{:?}", placement.cloud_resources);
+    google.add_neg(location, "ramen-team-gkea");
+
+    // Down again as the zone is torn down: the step fails, is shown, and is retried.
+    google.state.lock().down = true;
+    let teardown = pb::TeardownRequest { group: GROUP.into(), zone: zone.into() };
+    harness.client.teardown(teardown.clone()).await.expect("teardown started");
+    eventually("the teardown shows its failed step", Duration::from_secs(30), || {
+        let mut client = harness.client.clone();
+        let teardown = teardown.clone();
+        async move {
+            let progress =
+                client.get_teardown(teardown).await.map_err(|e| e.to_string())?.into_inner();
+            let placement = progress.placements.first().ok_or("no placement")?;
+            let failed =
+                placement.steps.iter().find(|s| s.status == common::StepStatus::Failed as i32);
+            match failed {
+                Some(step)
+                    if placement.state == pb::TeardownState::Retrying as i32
+                        && !step.detail.is_empty() =>
+                {
+                    Ok(())
+                }
+                _ => Err(format!("{placement:?}")),
+            }
+        }
+    })
+    .await;
+    assert!(!google.ramens().is_empty(), "nothing removed while Google is down");
+    google.state.lock().down = false;
+    teardown_done(&harness, zone).await;
+    assert_eq!(google.ramens(), Vec::<String>::new());
+    let services: Vec<String> = google.route_rules().into_iter().map(|r| r.2).collect();
+    assert_eq!(services, ["fallback"]);
+}
