@@ -55,6 +55,10 @@ pub struct KubernetesConfig {
     pub site_packages: Vec<String>,
     /// Extra `pip install` arguments of the environment builder (an index URL).
     pub pip_args: Vec<String>,
+    /// How often each cloud placement's load-balancer targets are re-synced with its pods,
+    /// for pods the cluster replaced outside a rollout (zero: only at rollouts).
+    #[serde(with = "humantime_serde")]
+    pub route_sync_interval: Duration,
     /// The AWS APIs (IAM, ELBv2, WAFv2) of AWS zones' cloud resources; empty = AWS (or
     /// `AWS_ENDPOINT_URL`); a stand-in such as moto in tests.
     pub aws_endpoint: String,
@@ -83,6 +87,7 @@ impl Default for KubernetesConfig {
             python: "/usr/bin/python3".into(),
             site_packages: Vec::new(),
             pip_args: Vec::new(),
+            route_sync_interval: Duration::from_secs(30),
             aws_endpoint: String::new(),
             gcp_endpoint: String::new(),
             gcp_anonymous: false,

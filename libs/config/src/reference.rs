@@ -197,6 +197,10 @@ const ABOUT: &[(&str, &str)] = &[
     ),
     ("kubernetes.python", "The worker image's interpreter"),
     (
+        "kubernetes.route_sync_interval",
+        "How often cloud placements' load-balancer targets are re-synced with their pods (pods replaced outside a rollout); 0s = only at rollouts",
+    ),
+    (
         "kubernetes.site_packages",
         "Directories of the worker image every environment sees (a preinstalled MCP SDK)",
     ),

@@ -140,6 +140,7 @@ pub async fn start_with_clouds(
     events::spawn_consumers(&manager, &platform.bus, &config.nats.events_stream).await?;
     manager.recover().await?;
     manager.spawn_retention();
+    manager.spawn_route_sync();
 
     let routes =
         tonic::service::Routes::new(ZoneServiceServer::new(api::ZoneApi::new(manager.clone())));
@@ -167,6 +168,7 @@ fn settings(config: &Config) -> Result<Settings, StartError> {
         restart_timeout: zone.restart_timeout,
         max_worker_count: zone.max_worker_count,
         teardown_retention: zone.teardown_retention,
+        route_sync_interval: config.kubernetes.route_sync_interval,
     })
 }
 

@@ -149,6 +149,15 @@ pub async fn set(
     if rule == EdgeRule::Remove {
         return remove(context, group, &name).await;
     }
+    if let EdgeRule::Only(nets) = rule {
+        let most = RANGES_PER_RULE * ALLOW_PRIORITIES.clone().count();
+        if nets.len() > most {
+            return Err(CloudError::Refused(format!(
+                "the group's zones allow {} networks; security policy {name} holds at most {most}",
+                nets.len()
+            )));
+        }
+    }
     let wanted = wanted(rule);
     let link = global(context.project, "securityPolicies", &name);
     let mut notes = Vec::new();

@@ -45,7 +45,7 @@ pub async fn ensure(
     let group = placement.group;
     let mut notes = Vec::new();
     let check = names::compute(group, None);
-    if ensure_health_check(context, group, &check, placement.port).await? {
+    if ensure_health_check(context, group, &check).await? {
         notes.push(format!("health check {check} created"));
     }
     let policy = super::edge::attached_policy(context, group).await?;
@@ -260,7 +260,6 @@ async fn ensure_health_check(
     context: Context<'_>,
     group: &str,
     name: &str,
-    port: u16,
 ) -> Result<bool, CloudError> {
     let client = &context.clients.health_checks;
     let get = client.get().set_project(context.project).set_health_check(name);
@@ -286,9 +285,10 @@ async fn ensure_health_check(
         .set_timeout_sec(5)
         .set_healthy_threshold(1)
         .set_unhealthy_threshold(2)
+        // The NEG's endpoints carry the port (the MCP port): Compute refuses a `port` beside
+        // `USE_SERVING_PORT`.
         .set_http_health_check(
             HTTPHealthCheck::new()
-                .set_port(i32::from(port))
                 .set_port_specification(PortSpecification::UseServingPort)
                 .set_request_path(HEALTH_PATH),
         );

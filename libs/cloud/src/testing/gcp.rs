@@ -326,6 +326,14 @@ impl Google {
                 &format!("The resource '{missing}' was not found"),
             );
         }
+        let check = &body["httpHealthCheck"];
+        if check["portSpecification"] == "USE_SERVING_PORT" && !check["port"].is_null() {
+            return compute_error(
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                "port must not be set with USE_SERVING_PORT",
+            );
+        }
         if collection == "securityPolicies" {
             let rules = body["rules"].as_array().cloned().unwrap_or_default();
             if !rules.iter().any(|r| r["priority"] == json!(i32::MAX)) {

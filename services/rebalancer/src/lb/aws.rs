@@ -81,7 +81,14 @@ impl AwsBalancer {
                 aws_sdk_elasticloadbalancingv2::config::Builder::from(&shared)
             }
         };
-        builder = builder.region(Region::new(region.clone()));
+        // Bounded: an ELBv2 API that accepts and never answers fails the rebalance as
+        // transient (retried in the background) instead of holding it.
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .operation_attempt_timeout(std::time::Duration::from_secs(20))
+            .operation_timeout(std::time::Duration::from_secs(60))
+            .build();
+        builder = builder.region(Region::new(region.clone())).timeout_config(timeouts);
         if !self.settings.endpoint.is_empty() {
             builder = builder.endpoint_url(&self.settings.endpoint);
         }

@@ -2,11 +2,14 @@
 //! service-account rules (from auth) and the group's other placements (for the shared edge
 //! rule).
 
+use std::sync::Arc;
+
 use ramen_proto::auth::v1 as auth;
+use ramen_store::Query;
 
 use super::ZoneManager;
 use crate::error::Result;
-use crate::model::{PlacementPhase, PlacementRecord, ProviderKind};
+use crate::model::{PlacementPhase, PlacementRecord, ProviderKind, placement_id};
 use crate::provider::EdgeMember;
 
 impl ZoneManager {
@@ -87,5 +90,51 @@ impl ZoneManager {
             Some(err) => Err(err),
             None => Ok(refreshed),
         }
+    }
+
+    /// A task (`zone-route-sync`) re-syncing every cloud placement's route each
+    /// `route_sync_interval`, so a pod the cluster replaced outside a rollout (a drained
+    /// node, an evicted pod) is registered within one interval, not at the next deploy.
+    pub(crate) fn spawn_route_sync(self: &Arc<Self>) {
+        let interval = self.settings.route_sync_interval;
+        if interval.is_zero() {
+            return;
+        }
+        let manager = self.clone();
+        self.tasks.spawn("zone-route-sync", move |token| async move {
+            loop {
+                tokio::select! {
+                    _ = token.cancelled() => return,
+                    _ = tokio::time::sleep(interval) => {}
+                }
+                if let Err(err) = manager.sync_routes().await {
+                    tracing::warn!(%err, "route sync failed; trying again next interval");
+                }
+            }
+        });
+    }
+
+    /// Re-syncs the route of each live cloud placement that has one; answers how many. A
+    /// placement in a rollout or teardown is skipped (the rollout syncs at its end).
+    pub async fn sync_routes(&self) -> Result<u32> {
+        let placements = self.db.placements.find(&Query::new()).await?;
+        let mut synced = 0;
+        for placement in placements.into_iter().map(|p| p.value) {
+            if placement.provider == ProviderKind::Local
+                || placement.status == PlacementPhase::TearingDown
+                || placement.cloud_resources.is_empty()
+            {
+                continue;
+            }
+            let lock = self.lock(&placement_id(&placement.group, &placement.zone));
+            let Ok(_guard) = lock.try_lock() else { continue };
+            match self.provider_for(&placement)?.sync_route(&placement).await {
+                Ok(()) => synced += 1,
+                Err(err) => {
+                    tracing::warn!(%err, group = %placement.group, zone = %placement.zone, "route not synced")
+                }
+            }
+        }
+        Ok(synced)
     }
 }

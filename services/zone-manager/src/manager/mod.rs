@@ -38,6 +38,8 @@ pub struct Settings {
     pub restart_timeout: Duration,
     pub max_worker_count: u32,
     pub teardown_retention: Duration,
+    /// How often cloud placements' routes are re-synced with their pods (zero: never).
+    pub route_sync_interval: Duration,
 }
 
 pub struct ZoneManager {

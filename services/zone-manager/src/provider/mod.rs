@@ -107,6 +107,13 @@ pub trait ZoneProvider: Send + Sync {
     /// The placement's workers as they are now.
     async fn workers(&self, placement: &PlacementRecord) -> Result<Vec<WorkerView>, ProviderError>;
 
+    /// Brings what routes to the placement (a cloud load balancer's targets) to the workers
+    /// that serve now, for workers the cluster replaced outside a rollout. Nothing where the
+    /// route follows the workers by itself (the local edge).
+    async fn sync_route(&self, _placement: &PlacementRecord) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
     /// After a control-plane restart: bring back the workers the record says should run.
     async fn resume(&self, placement: &PlacementRecord) -> Result<(), ProviderError>;
 

@@ -56,6 +56,7 @@ async fn eks(
             config.kubernetes.clusters.insert("eks".into(), cluster);
             config.kubernetes.worker_image = "registry.example/ramen-worker:1.0".into();
             config.kubernetes.poll_interval = Duration::from_millis(100);
+            config.kubernetes.route_sync_interval = Duration::from_millis(200);
         },
         auth.clone(),
         auth.clone(),
@@ -63,23 +64,6 @@ async fn eks(
     )
     .await;
     (harness, auth)
-}
-
-async fn teardown_done(harness: &Harness, zone: &str) {
-    let teardown = pb::TeardownRequest { group: GROUP.into(), zone: zone.into() };
-    harness.client.clone().teardown(teardown.clone()).await.expect("teardown started");
-    eventually(&format!("the teardown of {zone} finishes"), Duration::from_secs(60), || {
-        let mut client = harness.client.clone();
-        let teardown = teardown.clone();
-        async move {
-            let progress =
-                client.get_teardown(teardown).await.map_err(|e| e.to_string())?.into_inner();
-            let done =
-                progress.placements.iter().all(|p| p.state == pb::TeardownState::Done as i32);
-            if done { Ok(()) } else { Err(format!("{progress:?}")) }
-        }
-    })
-    .await;
 }
 
 #[tokio::test]
@@ -181,6 +165,46 @@ async fn an_eks_zone_gets_its_role_route_and_edge_rule_and_teardown_leaves_nothi
     assert!(!ips.is_empty());
     assert_eq!(scene.targets(&tg_a).await, ips, "the ready stable pods, by IP");
 
+    // A pod the cluster replaces outside a rollout (an eviction): its successor is
+    // registered and the gone one deregistered by the route sync, not at the next deploy.
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(double.client().await.unwrap(), "ramen-team-use1a");
+    let evicted = stable.workers[0].id.clone();
+    pods.delete(&evicted, &Default::default()).await.expect("pod deleted");
+    eventually("the replacement pod is the registered target", Duration::from_secs(30), || {
+        let mut client = harness.client.clone();
+        let scene = &scene;
+        let tg_a = tg_a.clone();
+        let evicted = evicted.clone();
+        async move {
+            let request = pb::ListWorkersRequest {
+                group: GROUP.into(),
+                zone: "use1a".into(),
+                track: common::Track::Worker as i32,
+                ..Default::default()
+            };
+            let workers =
+                client.list_workers(request).await.map_err(|e| e.to_string())?.into_inner();
+            let mut serving: Vec<String> = workers
+                .workers
+                .iter()
+                .filter(|w| w.state == common::WorkerState::Ready as i32 && w.id != evicted)
+                .map(|w| w.mcp_address.rsplit_once(':').unwrap().0.to_owned())
+                .collect();
+            serving.sort();
+            let targets = scene.targets(&tg_a).await;
+            if !serving.is_empty()
+                && targets == serving
+                && workers.workers.iter().all(|w| w.id != evicted)
+            {
+                Ok(())
+            } else {
+                Err(format!("targets {targets:?}, serving {serving:?}"))
+            }
+        }
+    })
+    .await;
+
     // IP rules: one edge rule for the group. While use1b allows everyone, so does the edge.
     let set_rules = |zone: &str, cidrs: &[&str]| pb::SetIpRulesRequest {
         group: GROUP.into(),
@@ -211,7 +235,7 @@ async fn an_eks_zone_gets_its_role_route_and_edge_rule_and_teardown_leaves_nothi
     );
 
     // One zone torn down: the group's edge rule keeps what the other allows.
-    teardown_done(&harness, "use1a").await;
+    harness.teardown_done(GROUP, "use1a").await;
     let sets = scene.ip_sets().await;
     assert_eq!(sets[0].1, ["192.168.0.0/16"], "{sets:?}");
     let rules = scene.rules().await;
@@ -222,7 +246,7 @@ async fn an_eks_zone_gets_its_role_route_and_edge_rule_and_teardown_leaves_nothi
     assert!(!scene.roles().await.contains(&"ramen-team-use1a".to_owned()));
 
     // The last zone: nothing of the group is left in the cloud.
-    teardown_done(&harness, "use1b").await;
+    harness.teardown_done(GROUP, "use1b").await;
     assert!(scene.rules().await.is_empty(), "{:#?}", scene.rules().await);
     assert!(scene.target_groups().await.is_empty());
     assert!(scene.ip_sets().await.is_empty(), "{:?}", scene.ip_sets().await);

@@ -67,23 +67,6 @@ async fn gke(
     (harness, auth)
 }
 
-async fn teardown_done(harness: &Harness, zone: &str) {
-    let teardown = pb::TeardownRequest { group: GROUP.into(), zone: zone.into() };
-    harness.client.clone().teardown(teardown.clone()).await.expect("teardown started");
-    eventually(&format!("the teardown of {zone} finishes"), Duration::from_secs(60), || {
-        let mut client = harness.client.clone();
-        let teardown = teardown.clone();
-        async move {
-            let progress =
-                client.get_teardown(teardown).await.map_err(|e| e.to_string())?.into_inner();
-            let done =
-                progress.placements.iter().all(|p| p.state == pb::TeardownState::Done as i32);
-            if done { Ok(()) } else { Err(format!("{progress:?}")) }
-        }
-    })
-    .await;
-}
-
 fn email(zone: &str) -> String {
     format!("ramen-team-{zone}@{PROJECT}.iam.gserviceaccount.com")
 }
@@ -218,7 +201,7 @@ async fn a_gke_zone_gets_its_account_route_and_policy_and_teardown_leaves_nothin
     assert!(attached["securityPolicy"].as_str().unwrap().ends_with("/ramen-team"));
 
     // One zone torn down: the group's policy keeps what the other allows.
-    teardown_done(&harness, "gkea").await;
+    harness.teardown_done(GROUP, "gkea").await;
     assert_eq!(google.policy_rules("ramen-team")[0].2, ["192.168.0.0/16", "2001:db8::/32"]);
     let backends = google.backends("ramen-team");
     let log: Vec<String> = google.state.lock().log.iter().rev().take(40).cloned().collect();
@@ -230,7 +213,7 @@ async fn a_gke_zone_gets_its_account_route_and_policy_and_teardown_leaves_nothin
     assert_eq!(services, ["fallback", "ramen-team-gkeb", "ramen-team"]);
 
     // The last zone: nothing of the group is left in the cloud.
-    teardown_done(&harness, "gkeb").await;
+    harness.teardown_done(GROUP, "gkeb").await;
     assert_eq!(google.ramens(), Vec::<String>::new());
     let services: Vec<String> = google.route_rules().into_iter().map(|r| r.2).collect();
     assert_eq!(services, ["fallback"]);
@@ -295,7 +278,7 @@ async fn a_google_outage_mid_ensure_and_mid_teardown_is_retried_and_nothing_is_l
     .await;
     assert!(!google.ramens().is_empty(), "nothing removed while Google is down");
     google.state.lock().down = false;
-    teardown_done(&harness, zone).await;
+    harness.teardown_done(GROUP, zone).await;
     assert_eq!(google.ramens(), Vec::<String>::new());
     let services: Vec<String> = google.route_rules().into_iter().map(|r| r.2).collect();
     assert_eq!(services, ["fallback"]);

@@ -280,6 +280,34 @@ impl Harness {
             .map(|d| d.id)
             .collect()
     }
+
+    /// Starts the teardown of `group` in `zone` and waits (a minute at most) until every
+    /// placement of it is done.
+    pub async fn teardown_done(&self, group: &str, zone: &str) {
+        let teardown = pb::TeardownRequest { group: group.into(), zone: zone.into() };
+        self.client.clone().teardown(teardown.clone()).await.expect("teardown started");
+        ramen_testkit::eventually(
+            &format!("the teardown of {zone} finishes"),
+            Duration::from_secs(60),
+            || {
+                let mut client = self.client.clone();
+                let teardown = teardown.clone();
+                async move {
+                    let progress = client
+                        .get_teardown(teardown)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .into_inner();
+                    let done = progress
+                        .placements
+                        .iter()
+                        .all(|p| p.state == pb::TeardownState::Done as i32);
+                    if done { Ok(()) } else { Err(format!("{progress:?}")) }
+                }
+            },
+        )
+        .await;
+    }
 }
 
 impl Drop for Harness {

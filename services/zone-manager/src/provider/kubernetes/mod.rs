@@ -274,6 +274,13 @@ impl ZoneProvider for KubernetesProvider {
         Ok(report)
     }
 
+    async fn sync_route(&self, record: &PlacementRecord) -> Result<(), ProviderError> {
+        let Some(cloud) = &self.cloud else { return Ok(()) };
+        let placement = self.of(record).await?;
+        let cluster = self.cluster_of(&record.zone, &record.region)?;
+        cloud::sync_targets(cloud.as_ref(), &placement, cluster).await
+    }
+
     /// Read from the cluster: the pods that exist now, not what was asked for.
     async fn workers(&self, record: &PlacementRecord) -> Result<Vec<WorkerView>, ProviderError> {
         let placement = self.of(record).await?;
