@@ -115,6 +115,28 @@ impl CloudError {
     }
 }
 
+/// Per group, one change at a time from this process: a group's shared load-balancer rules
+/// and edge rule are read-modify-write objects (another process's changes are caught by the
+/// cloud's lock tokens and fingerprints).
+#[derive(Default)]
+pub(crate) struct GroupLocks(
+    parking_lot::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+);
+
+impl GroupLocks {
+    pub(crate) fn of(&self, group: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        self.0.lock().entry(group.to_owned()).or_default().clone()
+    }
+}
+
+/// Bounded retries of read-modify-write steps that lose a race (a lock token, fingerprint or
+/// etag gone stale, a priority taken by another writer, IAM not consistent yet).
+pub(crate) const ATTEMPTS: usize = 6;
+
+pub(crate) async fn pause(attempt: usize) {
+    tokio::time::sleep(std::time::Duration::from_millis(200 * (1 << attempt.min(4)))).await;
+}
+
 /// The cloud resources of a provider's zones. Each method is one idempotent step.
 #[async_trait]
 pub trait ZoneCloud: Send + Sync {

@@ -21,7 +21,6 @@ mod route;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -32,7 +31,7 @@ use aws_sdk_iam::config::Credentials;
 use parking_lot::Mutex;
 use ramen_config::ClusterConfig;
 
-use crate::{CloudError, EdgeRule, Grant, Made, Outcome, PlacementRef, ZoneCloud};
+use crate::{CloudError, EdgeRule, Grant, GroupLocks, Made, Outcome, PlacementRef, ZoneCloud};
 
 #[derive(Clone, Debug)]
 pub struct AwsCloudSettings {
@@ -69,15 +68,14 @@ pub(crate) struct Clients {
 pub struct AwsCloud {
     settings: AwsCloudSettings,
     clients: Mutex<HashMap<String, Clients>>,
-    /// Per group: the group's weighted rule and its web ACL rule are read-modify-write
-    /// objects; changes from this process are made one at a time (another process's are
-    /// caught by reading back, or by the lock token).
-    groups: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The group's weighted rule and its web ACL rule, one change at a time (another
+    /// process's are caught by reading back, or by the lock token).
+    groups: GroupLocks,
 }
 
 impl AwsCloud {
     pub fn new(settings: AwsCloudSettings) -> Self {
-        Self { settings, clients: Mutex::default(), groups: Mutex::default() }
+        Self { settings, clients: Mutex::default(), groups: GroupLocks::default() }
     }
 
     pub(crate) async fn clients(&self, cluster: &ClusterConfig) -> Result<Clients, CloudError> {
@@ -114,10 +112,6 @@ impl AwsCloud {
         self.clients.lock().insert(region, clients.clone());
         Ok(clients)
     }
-
-    fn group_lock(&self, group: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.groups.lock().entry(group.to_owned()).or_default().clone()
-    }
 }
 
 #[async_trait]
@@ -146,7 +140,7 @@ impl ZoneCloud for AwsCloud {
             });
         }
         let clients = self.clients(placement.cluster).await?;
-        let lock = self.group_lock(placement.group);
+        let lock = self.groups.of(placement.group);
         let _guard = lock.lock().await;
         route::ensure(&clients.elb, placement).await
     }
@@ -177,7 +171,7 @@ impl ZoneCloud for AwsCloud {
             });
         }
         let clients = self.clients(cluster).await?;
-        let lock = self.group_lock(group);
+        let lock = self.groups.of(group);
         let _guard = lock.lock().await;
         edge::set(&clients.waf, group, cluster, rule).await
     }
@@ -187,7 +181,7 @@ impl ZoneCloud for AwsCloud {
             return Ok(Outcome::Done("no route was made (no listener_arn)".into()));
         }
         let clients = self.clients(placement.cluster).await?;
-        let lock = self.group_lock(placement.group);
+        let lock = self.groups.of(placement.group);
         let _guard = lock.lock().await;
         route::remove(&clients.elb, placement).await
     }
@@ -201,10 +195,4 @@ impl ZoneCloud for AwsCloud {
     }
 }
 
-/// Bounded retries of read-modify-write steps that lose a race (a lock token gone stale,
-/// a priority taken by another writer, IAM not consistent yet).
-pub(crate) const ATTEMPTS: usize = 6;
-
-pub(crate) async fn pause(attempt: usize) {
-    tokio::time::sleep(std::time::Duration::from_millis(200 * (1 << attempt.min(4)))).await;
-}
+pub(crate) use crate::{ATTEMPTS, pause};

@@ -19,7 +19,7 @@ use google_cloud_compute_v1::model::{
 use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 
-use super::errors::{Kind, done, gax_error, kind};
+use super::errors::{Kind, done, gax_error, kind, says};
 use super::route::{attach_policy, global, group_services};
 use super::{ATTEMPTS, Context, pause};
 use crate::{CloudError, EdgeRule, Made, names};
@@ -319,16 +319,12 @@ async fn apply(
             match context.call(&what, remove.send()).await? {
                 Ok(op) => done(context, &what, op).await?,
                 Err(err) if matches!(kind(&err), Kind::NotFound) => {}
-                Err(err) if payload_says(&err, "does not exist") => {}
+                Err(err) if says(&err, "does not exist") => {}
                 Err(err) => return Err(gax_error("Compute", &what, err)),
             }
         }
     }
     Ok(())
-}
-
-fn payload_says(err: &google_cloud_compute_v1::Error, text: &str) -> bool {
-    err.http_payload().is_some_and(|p| String::from_utf8_lossy(p).contains(text))
 }
 
 /// A rule call whose conflict (a concurrent writer's rule at the same priority) is read again
@@ -343,11 +339,7 @@ async fn rule_call(
     match context.call(what, call).await? {
         Ok(op) => done(context, what, op).await,
         Err(err) if matches!(kind(&err), Kind::Conflict | Kind::NotReady) => Ok(()),
-        Err(err)
-            if payload_says(&err, "already exists") || payload_says(&err, "does not exist") =>
-        {
-            Ok(())
-        }
+        Err(err) if says(&err, "already exists") || says(&err, "does not exist") => Ok(()),
         Err(err) => Err(gax_error("Compute", what, err)),
     }
 }

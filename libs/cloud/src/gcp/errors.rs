@@ -39,6 +39,11 @@ fn payload(err: &Error) -> String {
     err.http_payload().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default()
 }
 
+/// Whether the API's error body says `text` (the messages some refusals are told apart by).
+pub fn says(err: &Error, text: &str) -> bool {
+    payload(err).contains(text)
+}
+
 /// `api` (`Compute`, `IAM`, `Resource Manager`), `what` the call was about.
 pub fn gax_error(api: &str, what: &str, err: Error) -> CloudError {
     let message = format!("{api} API, {what}: {err}");

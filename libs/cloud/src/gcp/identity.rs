@@ -7,7 +7,7 @@ use google_cloud_iam_admin_v1::model::ServiceAccount;
 use google_cloud_iam_v1::model::{Binding, GetPolicyOptions, Policy};
 use google_cloud_type::model::Expr;
 
-use super::errors::{Kind, gax_error, kind};
+use super::errors::{Kind, gax_error, kind, says};
 use super::{ATTEMPTS, Context, pause};
 use crate::{CloudError, Grant, Made, Outcome, PlacementRef, names};
 
@@ -314,9 +314,7 @@ async fn edit_policy(
 }
 
 fn retry_policy(err: &google_cloud_compute_v1::Error) -> bool {
-    let payload =
-        err.http_payload().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
-    kind(err) == Kind::Conflict || payload.contains("does not exist")
+    kind(err) == Kind::Conflict || says(err, "does not exist")
 }
 
 #[cfg(test)]

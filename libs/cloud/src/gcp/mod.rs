@@ -29,10 +29,8 @@ mod errors;
 mod identity;
 mod route;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -41,11 +39,10 @@ use google_cloud_compute_v1::client::{
 };
 use google_cloud_iam_admin_v1::client::Iam;
 use google_cloud_resourcemanager_v3::client::Projects;
-use parking_lot::Mutex;
 use ramen_config::ClusterConfig;
 use tokio::sync::OnceCell;
 
-use crate::{CloudError, EdgeRule, Grant, Made, Outcome, PlacementRef, ZoneCloud};
+use crate::{CloudError, EdgeRule, Grant, GroupLocks, Made, Outcome, PlacementRef, ZoneCloud};
 
 #[derive(Clone, Debug)]
 pub struct GcpCloudSettings {
@@ -88,10 +85,9 @@ pub(crate) struct Clients {
 pub struct GcpCloud {
     settings: GcpCloudSettings,
     clients: OnceCell<Clients>,
-    /// Per group: the URL map's rules, the backend services and the security policy are
-    /// read-modify-write objects; this process changes a group's one at a time (another
-    /// process's changes are caught by the fingerprints).
-    groups: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The group's URL map rules, backend services and security policy, one change at a
+    /// time (another process's changes are caught by the fingerprints).
+    groups: GroupLocks,
 }
 
 macro_rules! build {
@@ -116,7 +112,7 @@ macro_rules! build {
 
 impl GcpCloud {
     pub fn new(settings: GcpCloudSettings) -> Self {
-        Self { settings, clients: OnceCell::new(), groups: Mutex::default() }
+        Self { settings, clients: OnceCell::new(), groups: GroupLocks::default() }
     }
 
     async fn clients(&self) -> Result<&Clients, CloudError> {
@@ -134,10 +130,6 @@ impl GcpCloud {
                 })
             })
             .await
-    }
-
-    fn group_lock(&self, group: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.groups.lock().entry(group.to_owned()).or_default().clone()
     }
 
     fn context<'a>(&'a self, clients: &'a Clients, project: &'a str) -> Context<'a> {
@@ -204,7 +196,7 @@ impl ZoneCloud for GcpCloud {
         }
         let clients = self.clients().await?;
         let context = self.context(clients, project(placement.cluster)?);
-        let lock = self.group_lock(placement.group);
+        let lock = self.groups.of(placement.group);
         let _guard = lock.lock().await;
         route::ensure(context, placement).await
     }
@@ -221,7 +213,7 @@ impl ZoneCloud for GcpCloud {
         }
         let clients = self.clients().await?;
         let context = self.context(clients, project(placement.cluster)?);
-        let lock = self.group_lock(placement.group);
+        let lock = self.groups.of(placement.group);
         let _guard = lock.lock().await;
         route::set_serving(context, placement, !ips.is_empty()).await
     }
@@ -242,7 +234,7 @@ impl ZoneCloud for GcpCloud {
         }
         let clients = self.clients().await?;
         let context = self.context(clients, project(cluster)?);
-        let lock = self.group_lock(group);
+        let lock = self.groups.of(group);
         let _guard = lock.lock().await;
         edge::set(context, group, rule).await
     }
@@ -253,7 +245,7 @@ impl ZoneCloud for GcpCloud {
         }
         let clients = self.clients().await?;
         let context = self.context(clients, project(placement.cluster)?);
-        let lock = self.group_lock(placement.group);
+        let lock = self.groups.of(placement.group);
         let _guard = lock.lock().await;
         route::remove(context, placement).await
     }
@@ -268,8 +260,4 @@ impl ZoneCloud for GcpCloud {
     }
 }
 
-/// Bounded retries of read-modify-write steps that lose a race (a fingerprint or etag gone
-/// stale, IAM not consistent yet).
-pub(crate) const ATTEMPTS: usize = 6;
-
-pub(crate) use crate::aws::pause;
+pub(crate) use crate::{ATTEMPTS, pause};

@@ -597,7 +597,7 @@ async fn delete(
 ) -> Result<Deleted, CloudError> {
     let what = format!("deleting {collection} {name}");
     let project = context.project;
-    let description = match collection {
+    let found = match collection {
         "backendServices" => {
             let get = context
                 .clients
@@ -605,25 +605,20 @@ async fn delete(
                 .get()
                 .set_project(project)
                 .set_backend_service(name);
-            match context.call(&what, get.send()).await? {
-                Ok(found) => found.description,
-                Err(err) if kind(&err) == Kind::NotFound => {
-                    return Ok(Deleted::Done(format!("{name} already gone")));
-                }
-                Err(err) => return Err(gax_error("Compute", &what, err)),
-            }
+            context.call(&what, get.send()).await?.map(|found| found.description)
         }
         _ => {
             let get =
                 context.clients.health_checks.get().set_project(project).set_health_check(name);
-            match context.call(&what, get.send()).await? {
-                Ok(found) => found.description,
-                Err(err) if kind(&err) == Kind::NotFound => {
-                    return Ok(Deleted::Done(format!("{name} already gone")));
-                }
-                Err(err) => return Err(gax_error("Compute", &what, err)),
-            }
+            context.call(&what, get.send()).await?.map(|found| found.description)
         }
+    };
+    let description = match found {
+        Ok(description) => description,
+        Err(err) if kind(&err) == Kind::NotFound => {
+            return Ok(Deleted::Done(format!("{name} already gone")));
+        }
+        Err(err) => return Err(gax_error("Compute", &what, err)),
     };
     if !names::marked(description.as_deref(), group, None) {
         return Ok(Deleted::Done(format!("{collection} {name} was not made by ramen; left alone")));
