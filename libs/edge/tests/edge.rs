@@ -365,6 +365,66 @@ async fn sse_streams_through_and_bodies_are_capped() {
     assert_eq!(response.status(), 413);
 }
 
+/// Bodies a hostile client sends to exhaust a parser, in a session and stateless: the edge
+/// reads what it needs of them without following the nesting, each gets a 400 parse error
+/// naming the problem, and the edge and the session go on serving.
+#[tokio::test]
+async fn deeply_nested_and_invalid_utf8_bodies_through_the_edge_are_parse_errors() {
+    let setup = setup(&[]).await;
+    let mut client = Client::new(&setup.edge_url);
+    assert_eq!(client.initialize(None).await.status(), 200);
+    // Deep enough for any recursive parser, within the test edge's 64 KiB body cap.
+    let nested = |open: &str, close: &str, depth: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"notes.add","arguments":{}1{}}}}}"#,
+            open.repeat(depth),
+            close.repeat(depth)
+        )
+        .into_bytes()
+    };
+    let mut bad_utf8 = br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"notes.shout","arguments":{"text":""#.to_vec();
+    bad_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3, 0x28]);
+    bad_utf8.extend_from_slice(br#""}}}"#);
+    let bodies = [
+        ("20,000 nested arrays", nested("[", "]", 20_000)),
+        ("8,000 nested objects", nested(r#"{"a":"#, "}", 8_000)),
+        ("invalid UTF-8 in a string", bad_utf8),
+    ];
+    for stateless in [false, true] {
+        for (what, body) in &bodies {
+            let mut request = client
+                .http
+                .post(&client.url)
+                .header(AUTHORIZATION, format!("Bearer {KEY}"))
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            request = if stateless {
+                request
+                    .header("mcp-protocol-version", "2026-07-28")
+                    .header("mcp-method", "tools/call")
+                    .header("mcp-name", "notes.add")
+            } else {
+                request.header("mcp-session-id", client.session.as_deref().unwrap())
+            };
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            assert_eq!(
+                (status, answer["error"]["code"].as_i64()),
+                (400, Some(-32700)),
+                "{what} (stateless: {stateless}): {answer}"
+            );
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.starts_with("parse error: "), "{what}: {message}");
+        }
+    }
+    let answer: Value = client.add(2, 2).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 4, "the session goes on: {answer}");
+    let (status, answer) = stateless_add(&client, 9).await;
+    assert_eq!(status, 200, "stateless calls go on: {answer}");
+}
+
 #[tokio::test]
 async fn unknown_environment_is_404_and_requests_are_counted_per_group() {
     let setup = setup(&[]).await;

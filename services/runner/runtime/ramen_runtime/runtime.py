@@ -315,7 +315,7 @@ class Runtime:
     def on_frame(self, body: bytes) -> None:
         try:
             obj = json.loads(body)
-        except ValueError as exc:  # includes UnicodeDecodeError
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError; nesting past the stack
             self.send_error(None, PARSE_ERROR, f"Parse error: {exc}")
             return
         if type(obj) is not dict:

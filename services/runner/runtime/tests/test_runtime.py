@@ -216,6 +216,13 @@ class HelloRepoTest(unittest.TestCase):
         self.assertEqual(self.rt.next_frame()["error"]["code"], -32700)
         self.rt.send_raw(encode(b""))
         self.assertEqual(self.rt.next_frame()["error"]["code"], -32700)
+        # Nesting deeper than Python's stack (RecursionError, not a ValueError): the node
+        # refuses such bodies first, and the runtime must survive one all the same.
+        deep = b'{"id": 1, "op": "call_tool", "arguments": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        self.rt.send_raw(encode(deep))
+        f = self.rt.next_frame()
+        self.assertEqual(f["error"]["code"], -32700)
+        self.assertIn("recursion", f["error"]["message"])
         # still alive
         self.assertEqual(self.rt.request("ping")["result"], {})
 

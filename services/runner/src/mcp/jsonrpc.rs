@@ -59,7 +59,17 @@ struct Raw<'a> {
     error: Option<&'a RawValue>,
 }
 
+/// How deep a message may nest. Parameters and results are captured as raw JSON, which serde
+/// does not depth-limit, and passed on to the Python runtime, whose parser recurses: a body
+/// nested 100,000 deep would exhaust its stack. 128 is serde_json's own limit for values.
+pub const MAX_DEPTH: usize = 128;
+
 pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
+    if let Some(at) = nesting_past(body, MAX_DEPTH) {
+        return Err(ParseError::Json(format!(
+            "JSON nested deeper than {MAX_DEPTH} levels (at byte {at})"
+        )));
+    }
     let trimmed = body.trim_ascii_start();
     if trimmed.first() == Some(&b'[') {
         // Batches existed only in 2025-03-26 and no official client sends them.
@@ -152,6 +162,35 @@ pub fn notification(method: &str, params: Option<&str>) -> String {
     }
 }
 
+/// The offset of the bracket that opens level `limit + 1`, if any: one pass over the bytes,
+/// brackets inside strings not counted. Malformed JSON is left to the parser.
+fn nesting_past(body: &[u8], limit: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (at, &byte) in body.iter().enumerate() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return Some(at);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod properties {
     use proptest::prelude::*;
@@ -236,17 +275,48 @@ mod properties {
         }
     }
 
+    /// Nesting up to the limit parses; one level more is refused, wherever it is (brackets
+    /// inside strings do not count).
+    #[test]
+    fn nesting_is_limited_at_max_depth() {
+        let message = |depth: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{}1{},"s":"[[[{{"}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        // The message itself and `params` are two levels.
+        assert!(parse(message(MAX_DEPTH - 2).as_bytes()).is_ok());
+        match parse(message(MAX_DEPTH - 1).as_bytes()) {
+            Err(ParseError::Json(reason)) => {
+                assert!(reason.contains("deeper than 128"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let escaped = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"s":"\"{}"}}}}"#,
+            "[".repeat(500)
+        );
+        assert!(
+            parse(escaped.as_bytes()).is_ok(),
+            "brackets after an escaped quote are in the string"
+        );
+    }
+
     /// Deeply nested JSON (a stack-exhaustion attempt) is refused, not followed.
     #[test]
     fn deep_nesting_is_refused() {
-        for open in ["[", "{\"a\":"] {
+        for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
+            // Closed, so the JSON is well formed and only its depth is wrong.
             let body = format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}"#,
-                open.repeat(100_000)
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{}1{}}}}}"#,
+                open.repeat(100_000),
+                close.repeat(100_000)
             );
             assert!(matches!(parse(body.as_bytes()), Err(ParseError::Json(_))), "{open}");
-            let batch = "[".repeat(100_000);
-            assert!(parse(batch.as_bytes()).is_err());
+            let batch = "[".repeat(100_000) + &"]".repeat(100_000);
+            assert!(matches!(parse(batch.as_bytes()), Err(ParseError::Json(_))));
         }
     }
 }

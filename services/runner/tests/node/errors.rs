@@ -7,6 +7,10 @@ use crate::support::{self, KEY};
 use crate::transport::Raw;
 
 async fn post_text(raw: &Raw, body: &str) -> (u16, Value) {
+    post_bytes(raw, body.as_bytes().to_vec()).await
+}
+
+async fn post_bytes(raw: &Raw, body: Vec<u8>) -> (u16, Value) {
     let response = raw
         .http
         .post(&raw.url)
@@ -14,7 +18,7 @@ async fn post_text(raw: &Raw, body: &str) -> (u16, Value) {
         .header(ACCEPT, "application/json, text/event-stream")
         .header(CONTENT_TYPE, "application/json")
         .header("mcp-session-id", raw.session.as_deref().unwrap_or_default())
-        .body(body.to_owned())
+        .body(body)
         .send()
         .await
         .unwrap();
@@ -65,6 +69,48 @@ async fn malformed_and_invalid_messages_get_json_rpc_errors() {
     let no_name = raw.call(5, "tools/call", json!({"arguments": {}})).await;
     assert_eq!(no_name["error"]["code"], -32602, "{no_name}");
     let ping = raw.call(6, "ping", json!({})).await;
+    assert_eq!(ping["result"], json!({}), "the session still works: {ping}");
+    node.stop().await;
+}
+
+/// Bodies a hostile client sends to exhaust a parser: each is refused with a parse error
+/// naming the problem, and the session goes on.
+#[tokio::test]
+async fn deeply_nested_and_invalid_utf8_bodies_are_parse_errors() {
+    let node = support::start("examples/hello-repo", |_| {}).await;
+    let mut raw = Raw::new(&node.url);
+    raw.initialize().await;
+
+    let deep = |open: &str, close: &str, depth: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"notes.add","arguments":{}1{}}}}}"#,
+            open.repeat(depth),
+            close.repeat(depth)
+        )
+    };
+    for (what, body) in [
+        ("100,000 nested arrays", deep("[", "]", 100_000)),
+        ("100,000 nested objects", deep(r#"{"a":"#, "}", 100_000)),
+        ("a batch nested 100,000 deep", "[".repeat(100_000) + &"]".repeat(100_000)),
+    ] {
+        let (status, body) = post_text(&raw, &body).await;
+        assert_eq!((status, body["error"]["code"].as_i64()), (400, Some(-32700)), "{what}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("nested deeper than 128"),
+            "{what}: the refusal says why: {message}"
+        );
+    }
+
+    let mut invalid_utf8 = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"notes.shout","arguments":{"text":""#.to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3, 0x28]);
+    invalid_utf8.extend_from_slice(br#""}}}"#);
+    let (status, body) = post_bytes(&raw, invalid_utf8).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (400, Some(-32700)), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("unicode") || message.contains("UTF-8"), "{message}");
+
+    let ping = raw.call(3, "ping", json!({})).await;
     assert_eq!(ping["result"], json!({}), "the session still works: {ping}");
     node.stop().await;
 }
