@@ -136,8 +136,8 @@ async fn smuggling_attempts_are_refused_or_read_one_way() {
     let (addr, _stop) = start(limits()).await;
     // Both framings: hyper reads Transfer-Encoding alone (RFC 9112 §6.3) and drops the
     // Content-Length, so this server never reads the bytes after the chunked body as part of
-    // it. (The RFC's "close the connection afterwards" is not done by hyper; the cloud load
-    // balancers in front refuse such requests outright.)
+    // it, and closes the connection after answering (§6.1): the request pipelined behind it
+    // is never read.
     let both = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(both.as_bytes()).await.unwrap();
@@ -146,6 +146,7 @@ async fn smuggling_attempts_are_refused_or_read_one_way() {
         text.contains("0 bytes") && !text.contains("4 bytes"),
         "read by Transfer-Encoding only: {text}"
     );
+    assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "closed after one answer: {text}");
     let refused = [
         // Two different lengths.
         "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 40\r\n\r\nabcd",

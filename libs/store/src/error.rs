@@ -46,10 +46,12 @@ pub enum StoreError {
 
 impl StoreError {
     /// Whether the same operation may succeed if tried again: after a delay for
-    /// `Unavailable`, after re-reading the document for `VersionConflict`. On a JetStream
-    /// consumer that is nak-with-delay rather than term.
+    /// `Unavailable` and `Io` (a full or read-only disk is the operator's to mend, and the
+    /// embedded store reopens its file after one, so the same call then succeeds), after
+    /// re-reading the document for `VersionConflict`. On a JetStream consumer that is
+    /// nak-with-delay rather than term; on the REST API, 503.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Unavailable(_) | Self::VersionConflict { .. })
+        matches!(self, Self::Unavailable(_) | Self::Io(_) | Self::VersionConflict { .. })
     }
 
     pub(crate) fn not_found(collection: &str, id: &str) -> Self {

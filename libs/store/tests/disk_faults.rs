@@ -117,6 +117,7 @@ fn a_full_disk_is_a_clear_error_loses_nothing_and_heals_once_space_is_freed() {
                     message.contains("No space left on device") && message.contains(&file),
                     "the error names the cause and the file: {message}"
                 );
+                assert!(full.is_retryable(), "the same write succeeds once space is freed");
                 // Reads go on: the file is reopened, and reading needs no space.
                 let first = store.get("users", "u0").await.expect("a read while the disk is full");
                 assert_eq!(first.map(|s| s.doc), Some(document(0)));
@@ -128,6 +129,7 @@ fn a_full_disk_is_a_clear_error_loses_nothing_and_heals_once_space_is_freed() {
                         err.to_string().contains(&file),
                         "a later error names the file too: {err}"
                     );
+                    assert!(err.is_retryable(), "{err}");
                 }
 
                 std::fs::remove_file(&ballast).unwrap();
@@ -165,6 +167,7 @@ fn a_read_only_disk_is_refused_clearly_and_loses_nothing() {
                     && message.contains(&store_file(dir).display().to_string()),
                 "the error names the cause and the file: {message}"
             );
+            assert!(refused.is_retryable(), "opening succeeds once it is writable again");
 
             mount(&["-o", "remount,rw"], dir);
             let store = EmbeddedStore::open(dir.join("store")).await.unwrap();

@@ -133,7 +133,13 @@ impl From<tonic::Status> for ApiError {
             Code::DeadlineExceeded | Code::Cancelled => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
-        Self::new(http, code, message)
+        let mut error = Self::new(http, code, message);
+        if http == StatusCode::SERVICE_UNAVAILABLE {
+            // A service or its store that cannot answer now (restarting, a full disk): the
+            // same request may succeed later, and clients that honour it back off.
+            error.retry_after = Some(Duration::from_secs(1));
+        }
+        error
     }
 }
 
@@ -168,6 +174,8 @@ mod tests {
             assert_eq!(json["error"]["code"], code, "{json}");
             assert!(json["error"]["message"].is_string());
         }
+        let down = ApiError::from(tonic::Status::unavailable("down")).into_response();
+        assert_eq!(down.headers()[header::RETRY_AFTER], "1", "a 503 says when to retry");
         let limited = ApiError::rate_limited(Duration::from_millis(1500)).into_response();
         assert_eq!(limited.headers()[header::RETRY_AFTER], "2");
     }

@@ -81,7 +81,8 @@ impl From<AuthError> for Status {
 
 fn store_status(error: StoreError) -> Status {
     let code = match &error {
-        StoreError::Unavailable(_) => Code::Unavailable,
+        // A full or read-only disk too: the same call succeeds once the operator mends it.
+        StoreError::Unavailable(_) | StoreError::Io(_) => Code::Unavailable,
         StoreError::VersionConflict { .. } => Code::Aborted,
         StoreError::UniqueViolation { .. } | StoreError::AlreadyExists { .. } => {
             Code::AlreadyExists
@@ -93,4 +94,23 @@ fn store_status(error: StoreError) -> Status {
         _ => Code::Internal,
     };
     Status::new(code, format!("store: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_unavailable_and_names_its_cause() {
+        let full = std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "/data/ramen-store.redb: No space left on device (os error 28)",
+        );
+        let status = store_status(StoreError::Io(full));
+        assert_eq!(status.code(), Code::Unavailable);
+        assert!(status.message().contains("No space left on device"), "{}", status.message());
+        let conflict =
+            StoreError::UniqueViolation { collection: "users".into(), index: "email".into() };
+        assert_eq!(store_status(conflict).code(), Code::AlreadyExists);
+    }
 }

@@ -1,6 +1,7 @@
 //! The api-gateway over real HTTP, in front of a real auth gRPC server, a real `nats-server`
 //! (and a real `redis-server` where rate limits are shared).
 
+mod bodies;
 mod console;
 mod matrix;
 mod openapi;
