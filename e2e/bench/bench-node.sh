@@ -1,4 +1,5 @@
-# Sourced by the node benchmarks (sessions-bench, hostile-bench, overload-bench): builds the
+# Sourced by the node benchmarks (sessions-bench, hostile-bench, overload-bench,
+# runtime-kill-bench): builds the
 # release node and load generator, and starts one node serving examples/hello-repo on ports the
 # kernel picks, pinned to CPU 0. Set `node_extra` (TOML lines) before `start_node` to change
 # its config.
