@@ -179,7 +179,7 @@ class Session:
     def _on_line(self, line: bytes) -> None:
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # nesting past the stack is not a ValueError
             log.warning("stdio server of package %r wrote a line that is not JSON: %.200r", self.name, line)
             return
         for m in msg if isinstance(msg, list) else [msg]:

@@ -259,6 +259,42 @@ class StdioLoadErrorTest(unittest.TestCase):
                 self.assertEqual(len(package(report, "time")["tools"]), 2)
 
 
+# A stdio server that writes a line nested 100,000 deep (well-formed JSON) before answering
+# initialize: Python's parser raises RecursionError on it, not ValueError.
+DEEP_LINE_SERVER = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        print("[" * 100_000 + "]" * 100_000, flush=True)
+        result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "deep", "version": "0"}}
+    elif m["method"] == "tools/list":
+        result = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+"""
+
+
+class StdioHostileOutputTest(unittest.TestCase):
+    def test_a_line_nested_past_the_stack_is_skipped_like_any_line_that_is_not_json(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            script = os.path.join(tmp, "deep_server.py")
+            with open(script, "w") as fh:
+                fh.write(DEEP_LINE_SERVER)
+            root = manifest_root(tmp, f"""
+                [packages.deep]
+                command = ["python", "{script}"]
+                """)
+            with RuntimeProcess(root, python=compat_python("stdio"), timeout=60) as rt:
+                self.assertIsNone(package(rt.ready, "deep")["error"])
+                self.assertEqual([t["name"] for t in package(rt.ready, "deep")["tools"]], ["deep.t"])
+                self.assertIn("wrote a line that is not JSON", rt.stderr_so_far())
+
+
 class StdioManifestTest(unittest.TestCase):
     def test_array_form_with_env_and_cwd(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
