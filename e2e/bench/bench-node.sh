@@ -1,7 +1,7 @@
 # Sourced by the node benchmarks (sessions-bench, hostile-bench, overload-bench,
-# runtime-kill-bench): builds the release node and load generator, and starts one node serving
-# examples/hello-repo on ports the kernel picks, pinned to CPU 0. Set `node_extra` (TOML lines)
-# before `start_node` to change its config.
+# runtime-kill-bench, drain-bench): builds the release node and load generator, and starts one
+# node serving examples/hello-repo on ports the kernel picks, pinned to CPU 0. Set `node_extra`
+# (TOML lines) before `start_node` to change its config.
 set -euo pipefail
 root=$(cd "$here/../.." && pwd)
 cache="${RAMEN_CACHE_DIR:-$HOME/.cache/ramen}"

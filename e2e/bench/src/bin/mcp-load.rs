@@ -402,12 +402,20 @@ struct Shared {
 
 /// Figures of a window: latencies of the correctly answered calls (expected errors included)
 /// and `errors` = unexpected ones, overall and per kind (the slow tool is 5% of the mix, so
-/// the overall p99 is its 200 ms), and the expected errors.
+/// the overall p99 is its 200 ms), the expected errors, and the unexpected ones counted by
+/// what they were (`error_kinds`: a refusal is not a failed call).
 #[derive(Default)]
 struct Tally {
     recorder: Recorder,
     expected: u64,
     kinds: BTreeMap<Kind, Recorder>,
+    error_kinds: BTreeMap<String, u64>,
+}
+
+/// What an unexpected outcome was, without its details: the text before its first `:`
+/// (`HTTP 503 Service Unavailable`, `JSON-RPC error`, `no connection`, …).
+fn error_kind(what: &str) -> String {
+    what.split(':').next().unwrap_or(what).chars().take(48).collect()
 }
 
 impl Tally {
@@ -418,9 +426,10 @@ impl Tally {
                 self.recorder.record(latency);
                 of_kind.record(latency);
             }
-            Outcome::Unexpected(_) => {
+            Outcome::Unexpected(what) => {
                 self.recorder.errors += 1;
                 of_kind.errors += 1;
+                *self.error_kinds.entry(error_kind(what)).or_default() += 1;
             }
         }
         if let Outcome::Expected = outcome {
@@ -434,6 +443,9 @@ impl Tally {
         for (kind, recorder) in other.kinds {
             self.kinds.entry(kind).or_default().merge(recorder);
         }
+        for (what, n) in other.error_kinds {
+            *self.error_kinds.entry(what).or_default() += n;
+        }
     }
 
     fn summary(self, elapsed: Duration) -> Value {
@@ -445,6 +457,7 @@ impl Tally {
         let mut summary = self.recorder.summary(elapsed);
         summary["expected_errors"] = self.expected.into();
         summary["by_kind"] = kinds.into();
+        summary["error_kinds"] = serde_json::to_value(self.error_kinds).unwrap_or_default();
         summary
     }
 }
@@ -494,7 +507,17 @@ async fn worker(
                 match tokio::time::timeout(timeout, s.send(method, request_body(&args, kind, id)))
                     .await
                 {
-                    Ok(Ok((text, _))) => check(&args, kind, id, &text),
+                    Ok(Ok((text, headers))) => {
+                        // The server closes the connection after this answer (a draining node
+                        // says so): the next call opens a new one, as HTTP clients do.
+                        let closing = headers
+                            .get(hyper::header::CONNECTION)
+                            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+                        if closing {
+                            session = None;
+                        }
+                        check(&args, kind, id, &text)
+                    }
                     Ok(Err(err)) => {
                         // A refusal (e.g. 503 at the in-flight cap) leaves the connection
                         // usable; under the mix it may mean the session is gone, so it is
