@@ -17,8 +17,9 @@ use ipnet::IpNet;
 use ramen_config::ClusterConfig;
 
 use super::errors::{code, sdk_error};
-use super::{ATTEMPTS, pause};
-use crate::{CloudError, EdgeRule, GROUP_TAG, MANAGED_BY, MANAGED_BY_TAG, Made, names};
+use crate::{
+    ATTEMPTS, CloudError, EdgeRule, GROUP_TAG, MANAGED_BY, MANAGED_BY_TAG, Made, names, pause,
+};
 
 const STALE: &str = "WAFOptimisticLockException";
 const MISSING: &str = "WAFNonexistentItemException";

@@ -6,10 +6,9 @@ use aws_sdk_iam::types::Tag;
 use serde_json::json;
 
 use super::errors::{code, sdk_error};
-use super::{ATTEMPTS, pause};
 use crate::{
-    CloudError, GROUP_TAG, Grant, MANAGED_BY, MANAGED_BY_TAG, Made, Outcome, PlacementRef,
-    ZONE_TAG, names,
+    ATTEMPTS, CloudError, GROUP_TAG, Grant, MANAGED_BY, MANAGED_BY_TAG, Made, Outcome,
+    PlacementRef, ZONE_TAG, names, pause,
 };
 
 /// The inline policy holding the group's rules.

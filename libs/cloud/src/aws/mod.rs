@@ -194,5 +194,3 @@ impl ZoneCloud for AwsCloud {
         identity::remove(&clients.iam, placement).await
     }
 }
-
-pub(crate) use crate::{ATTEMPTS, pause};

@@ -19,10 +19,9 @@ use aws_sdk_elasticloadbalancingv2::types::{
 };
 
 use super::errors::{code, sdk_error};
-use super::{ATTEMPTS, pause};
 use crate::{
-    CloudError, GROUP_TAG, MANAGED_BY, MANAGED_BY_TAG, Made, Outcome, PlacementRef, ZONE_HEADER,
-    ZONE_TAG, names,
+    ATTEMPTS, CloudError, GROUP_TAG, MANAGED_BY, MANAGED_BY_TAG, Made, Outcome, PlacementRef,
+    ZONE_HEADER, ZONE_TAG, names, pause,
 };
 
 /// First priority of the groups' weighted rules; zone rules sit below it.

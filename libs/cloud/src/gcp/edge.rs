@@ -19,10 +19,10 @@ use google_cloud_compute_v1::model::{
 use ipnet::IpNet;
 use sha2::{Digest, Sha256};
 
+use super::Context;
 use super::errors::{Kind, done, gax_error, kind, says};
 use super::route::{attach_policy, global, group_services};
-use super::{ATTEMPTS, Context, pause};
-use crate::{CloudError, EdgeRule, Made, names};
+use crate::{ATTEMPTS, CloudError, EdgeRule, Made, names, pause};
 
 /// The default rule every security policy has: the lowest precedence.
 pub const DEFAULT_PRIORITY: i32 = i32::MAX;

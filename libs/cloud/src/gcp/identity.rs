@@ -7,9 +7,9 @@ use google_cloud_iam_admin_v1::model::ServiceAccount;
 use google_cloud_iam_v1::model::{Binding, GetPolicyOptions, Policy};
 use google_cloud_type::model::Expr;
 
+use super::Context;
 use super::errors::{Kind, gax_error, kind, says};
-use super::{ATTEMPTS, Context, pause};
-use crate::{CloudError, Grant, Made, Outcome, PlacementRef, names};
+use crate::{ATTEMPTS, CloudError, Grant, Made, Outcome, PlacementRef, names, pause};
 
 pub const WORKLOAD_IDENTITY_USER: &str = "roles/iam.workloadIdentityUser";
 

@@ -259,5 +259,3 @@ impl ZoneCloud for GcpCloud {
         identity::remove(context, placement).await
     }
 }
-
-pub(crate) use crate::{ATTEMPTS, pause};

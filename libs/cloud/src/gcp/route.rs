@@ -12,9 +12,9 @@ use google_cloud_compute_v1::model::{
     HttpRouteRuleMatch, PathMatcher, SecurityPolicyReference, UrlMap,
 };
 
+use super::Context;
 use super::errors::{Kind, done, gax_error, kind};
-use super::{ATTEMPTS, Context, pause};
-use crate::{CloudError, Made, Outcome, PlacementRef, ZONE_HEADER, names};
+use crate::{ATTEMPTS, CloudError, Made, Outcome, PlacementRef, ZONE_HEADER, names, pause};
 
 /// Where Compute's resource URLs start (the API answers full URLs; references may be either).
 pub const COMPUTE: &str = "https://www.googleapis.com/compute/v1";
