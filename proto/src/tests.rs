@@ -77,6 +77,7 @@ fn node_config_and_reload_report_round_trip() {
         snapshot: Some(common::Snapshot { commit: "abc".into(), ..Default::default() }),
         verbose: true,
         deploy_keys: Vec::new(),
+        egress_allow: vec!["5432".into()],
     };
     assert_eq!(round_trip(&config).policy.unwrap().ip_allow.len(), 2);
 

@@ -35,6 +35,19 @@ pub enum DrainMode {
     Interrupt,
 }
 
+/// Whether local workers confine their group's code (`ramen_sandbox`: Landlock, no
+/// capabilities). `off` is an operator's explicit choice to run groups unconfined.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Confine; where the kernel cannot (no Landlock, or no TCP rules), a host serves one
+    /// group only.
+    #[default]
+    On,
+    /// Run group code unconfined, and let several groups share the host anyway.
+    Off,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
@@ -363,6 +376,8 @@ pub struct ZoneConfig {
     /// How long a finished teardown stays visible before its record is removed.
     #[serde(with = "humantime_serde")]
     pub teardown_retention: Duration,
+    /// Confine local workers' group code (`on`), or not (`off`).
+    pub sandbox: SandboxMode,
 }
 
 impl Default for ZoneConfig {
@@ -378,6 +393,7 @@ impl Default for ZoneConfig {
             trusted_proxies: vec!["127.0.0.1/32".into(), "::1/128".into()],
             max_worker_count: 50,
             teardown_retention: Duration::from_secs(3600),
+            sandbox: SandboxMode::On,
         }
     }
 }

@@ -344,6 +344,10 @@ const ABOUT: &[(&str, &str)] = &[
         "How long a restarted or scaled local worker may take to become ready",
     ),
     (
+        "zone.sandbox",
+        "`on`: local workers confine their group's code (Landlock; one group per host where the kernel cannot); `off`: unconfined",
+    ),
+    (
         "zone.site_packages",
         "Directories every local worker's environment sees (a preinstalled MCP SDK)",
     ),

@@ -73,6 +73,27 @@ pub struct NodeConfig {
     pub policy_file: Option<PathBuf>,
     /// Environment the group's code sees: its secrets for this environment × zone.
     pub env: BTreeMap<String, String>,
+    /// How the group's code (the Python runtime, its stdio programs, pip) is confined.
+    pub sandbox: SandboxConfig,
+}
+
+/// The confinement of a node's group code (`ramen_sandbox`): it reads its snapshot,
+/// environment and the system's Python and libraries, writes its scratch directory, and
+/// connects over TCP only to `connect_ports`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Off only where an operator said so (`zone.sandbox = "off"`): nothing then keeps the
+    /// group's code from the rest of the host.
+    pub enabled: bool,
+    /// From the group's `egress_allow` ([`crate::egress::connect_ports`]).
+    pub connect_ports: Vec<u16>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self { enabled: true, connect_ports: crate::egress::WEB_PORTS.to_vec() }
+    }
 }
 
 impl Default for NodeConfig {
@@ -108,6 +129,7 @@ impl Default for NodeConfig {
             policy: PolicyConfig { require_key: true, ..Default::default() },
             policy_file: None,
             env: BTreeMap::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{BlobConfig, EnvironmentRef, SnapshotRef};
+use crate::config::{BlobConfig, EnvironmentRef, SandboxConfig, SnapshotRef};
 
 /// What the builder is asked to build (a TOML file the provider writes, 0600).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -33,6 +33,9 @@ pub struct BuildSpec {
     pub pip_args: Vec<String>,
     /// Scratch space for the install.
     pub workdir: PathBuf,
+    /// pip runs the requirements' build code (`setup.py`): confined like the workers' code
+    /// (only its `enabled` matters here; pip reaches the package indexes, not the group's ports).
+    pub sandbox: SandboxConfig,
 }
 
 /// What the builder prints (one JSON line on stdout) when it is done.

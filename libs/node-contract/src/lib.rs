@@ -10,6 +10,7 @@
 
 pub mod archive;
 mod config;
+pub mod egress;
 pub mod environment;
 mod policy;
 mod ports;
@@ -18,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 pub use config::{
     BIND_HOST_VAR, BlobConfig, EnvironmentRef, NODE_ID_VAR, NodeConfig, NodeConfigError,
-    POLICY_FILE_VAR, SnapshotRef, WORKDIR_VAR, read_policy,
+    POLICY_FILE_VAR, SandboxConfig, SnapshotRef, WORKDIR_VAR, read_policy,
 };
 pub use policy::{PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;

@@ -11,7 +11,7 @@ pub mod validate;
 
 pub use grpc::serve_grpc;
 pub use platform::{Platform, PlatformError, ticket_keys};
-pub use process::{Running, main};
+pub use process::{Running, forbid_dumping, main};
 /// Who is calling (re-exported: every service names it from here or from `ramen-access`).
 pub use ramen_access::Caller;
 

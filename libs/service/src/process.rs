@@ -31,6 +31,15 @@ impl Running {
     }
 }
 
+/// A control-plane process holds the signing and sealing keys in memory: no other process of
+/// its user (a group's code among them, where it runs as the same user) may read them out of
+/// `/proc/<pid>/mem` or `environ`, nor from a core file.
+pub fn forbid_dumping(who: &str) {
+    if let Err(err) = ramen_sandbox::forbid_dumping() {
+        eprintln!("{who}: cannot make the process undumpable: {err}");
+    }
+}
+
 /// Runs one service in its own process until SIGTERM, then drains.
 pub fn main<F, Fut, E>(name: &'static str, needs: &[Requirement], start: F) -> ExitCode
 where
@@ -45,6 +54,7 @@ where
             return ExitCode::from(EXIT_CONFIG as u8);
         }
     };
+    forbid_dumping(&format!("ramen {name}"));
     if config.nats.url.is_empty() {
         eprintln!(
             "ramen {name}: RAMEN_NATS_URL is required to run one service on its own (`ramen up` runs everything with its own NATS)"

@@ -46,12 +46,8 @@ pub fn restrictions(r: &Restrictions) -> pb::GroupRestrictions {
 pub fn restrictions_in(r: Option<pb::GroupRestrictions>) -> Result<Restrictions> {
     let r = r.unwrap_or_default();
     for entry in &r.egress_allow {
-        if entry.trim().is_empty() || entry.chars().any(char::is_whitespace) {
-            return Err(Error::invalid(
-                "restrictions.egress_allow",
-                format!("{entry:?} is not a CIDR or host name"),
-            ));
-        }
+        ramen_node_contract::egress::check(entry)
+            .map_err(|e| Error::invalid("restrictions.egress_allow", e.to_string()))?;
     }
     Ok(Restrictions {
         max_workers_per_zone: r.max_workers_per_zone,

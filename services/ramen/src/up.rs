@@ -16,6 +16,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG as u8);
         }
     };
+    ramen_service::forbid_dumping("ramen up");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

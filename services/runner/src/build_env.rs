@@ -13,6 +13,7 @@ use ramen_node_contract::environment::{BuildOutcome, BuildSpec, key, location};
 use ramen_node_contract::{EnvironmentRef, archive};
 use tokio::process::Command;
 
+use crate::confine::GroupCode;
 use crate::reload::fetch_verified;
 
 /// How many lines of pip's output the outcome keeps.
@@ -49,8 +50,7 @@ async fn build_inner(spec: &BuildSpec, blob: Arc<dyn BlobStore>) -> Result<Build
     {
         return Ok(BuildOutcome { environment: Some(found), ..BuildOutcome::default() });
     }
-    let venv = scratch.path().join("venv");
-    let (site, log) = match install(spec, &venv, &tree.join("requirements.txt")).await? {
+    let (site, log) = match install(spec, scratch.path(), &tree.join("requirements.txt")).await? {
         Installed::Done { site, log } => (site, tail(&log)),
         Installed::Failed { log } => {
             let error = Some(failure(&log));
@@ -98,8 +98,14 @@ enum Installed {
     Failed { log: String },
 }
 
-/// A fresh virtualenv that sees `spec.site_packages`, `requirements` installed into it.
-async fn install(spec: &BuildSpec, venv: &Path, requirements: &Path) -> Result<Installed, String> {
+/// A fresh virtualenv (`<scratch>/venv`) that sees `spec.site_packages`, `requirements`
+/// installed into it by a confined pip that writes nothing outside `scratch`.
+async fn install(
+    spec: &BuildSpec,
+    scratch: &Path,
+    requirements: &Path,
+) -> Result<Installed, String> {
+    let venv = &scratch.join("venv");
     // pip from the preinstalled packages when they have it: ensurepip costs seconds.
     let preinstalled_pip = spec.site_packages.iter().any(|p| p.join("pip").is_dir());
     let mut args = vec!["-m", "venv"];
@@ -124,13 +130,23 @@ async fn install(spec: &BuildSpec, venv: &Path, requirements: &Path) -> Result<I
             spec.site_packages.iter().map(|p| p.display().to_string()).collect();
         std::fs::write(&base, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
     }
-    let output = Command::new(venv.join("bin/python"))
-        .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "-r"])
+    let python = venv.join("bin/python");
+    let home = scratch.join("home");
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let group_code = GroupCode {
+        confined: spec.sandbox.enabled,
+        read: spec.site_packages.clone(),
+        scratch: home,
+        connect_ports: Vec::new(),
+    };
+    let mut pip = Command::new(&python);
+    group_code.pip_environment(&mut pip);
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "-r"])
         .arg(requirements)
-        .args(&spec.pip_args)
-        .output()
-        .await
-        .map_err(|e| format!("cannot run pip: {e}"))?;
+        .args(&spec.pip_args);
+    let confinement = group_code.pip(&python, &[], scratch, &spec.pip_args);
+    group_code.confine(&mut pip, confinement)?;
+    let output = pip.output().await.map_err(|e| format!("cannot run pip: {e}"))?;
     let mut log = String::from_utf8_lossy(&output.stdout).into_owned();
     log.push_str(&String::from_utf8_lossy(&output.stderr));
     if !output.status.success() {

@@ -7,6 +7,7 @@ pub mod build_env;
 pub mod catalog;
 pub mod cli;
 pub mod config;
+pub mod confine;
 mod drain;
 pub mod load;
 pub mod mcp;

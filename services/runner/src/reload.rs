@@ -65,6 +65,17 @@ impl Workdir {
         self.root.join("snapshots").join(digest)
     }
 
+    /// The one directory the group's code writes (its `HOME` and `TMPDIR`).
+    pub fn scratch(&self) -> PathBuf {
+        self.root.join("scratch")
+    }
+
+    /// Creates the scratch directory, private to this node's user.
+    pub fn create_scratch(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(self.scratch())
+    }
+
     /// Writes the embedded runtime sources (every start: the binary decides the version).
     pub fn install_runtime(&self) -> std::io::Result<()> {
         let dir = self.runtime_dir().join("ramen_runtime");
@@ -82,6 +93,8 @@ pub struct Reloader {
     pub python: PathBuf,
     pub site_packages: Vec<PathBuf>,
     pub pip_args: Vec<String>,
+    /// How pip (it runs the group's `setup.py`s) is confined.
+    pub group_code: crate::confine::GroupCode,
 }
 
 impl Reloader {
@@ -183,12 +196,16 @@ impl Reloader {
             return Ok(false);
         }
         if !contents.is_empty() {
-            let output = Command::new(self.workdir.python())
-                .args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"])
+            let python = self.workdir.python();
+            let mut pip = Command::new(&python);
+            self.group_code.pip_environment(&mut pip);
+            pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"])
                 .arg(&requirements)
-                .args(&self.pip_args)
-                .output()
-                .await?;
+                .args(&self.pip_args);
+            let confinement =
+                self.group_code.pip(&python, &[root], &self.workdir.venv(), &self.pip_args);
+            self.group_code.confine(&mut pip, confinement).map_err(std::io::Error::other)?;
+            let output = pip.output().await?;
             if !output.status.success() {
                 let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
                 text.push_str(&String::from_utf8_lossy(&output.stderr));

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::SnapshotRef;
 use crate::admin::Control;
 use crate::config::NodeConfig;
+use crate::confine::GroupCode;
 use crate::drain;
 use crate::metrics::NodeMetrics;
 use crate::node::{Identity, Node, Settings};
@@ -50,6 +51,27 @@ pub struct Worker {
     servers: Vec<tokio::task::JoinHandle<()>>,
 }
 
+/// How this node confines its group's code, as its config says.
+fn group_code(config: &NodeConfig, workdir: &Workdir) -> GroupCode {
+    if config.sandbox.enabled {
+        tracing::info!(
+            confinement = %ramen_sandbox::Support::probe().describe(),
+            ports = ?config.sandbox.connect_ports,
+            "the group's code runs confined"
+        );
+    } else {
+        tracing::warn!("the group's code runs unconfined (sandbox off in the node config)");
+    }
+    let mut read = config.site_packages.clone();
+    read.push(workdir.root.join("environments"));
+    GroupCode {
+        confined: config.sandbox.enabled,
+        read,
+        scratch: workdir.scratch(),
+        connect_ports: config.sandbox.connect_ports.clone(),
+    }
+}
+
 struct RuntimeReady(Arc<Node>);
 
 #[async_trait::async_trait]
@@ -70,9 +92,16 @@ impl HealthCheck for RuntimeReady {
 impl Worker {
     pub async fn start(config: NodeConfig, metrics: Metrics) -> Result<Self, WorkerError> {
         config.validate().map_err(WorkerError::Config)?;
+        // The node holds its group's secrets and its control keys: no other process of this
+        // user may read them out of its memory.
+        if let Err(err) = ramen_sandbox::forbid_dumping() {
+            tracing::warn!(%err, "cannot make the node undumpable");
+        }
         let workdir = Workdir { root: config.workdir.clone() };
         std::fs::create_dir_all(&workdir.root).map_err(WorkerError::Workdir)?;
         workdir.install_runtime().map_err(WorkerError::Workdir)?;
+        workdir.create_scratch().map_err(WorkerError::Workdir)?;
+        let group_code = group_code(&config, &workdir);
 
         let stop = CancellationToken::new();
         let tasks = TaskCenter::new(&stop);
@@ -83,6 +112,7 @@ impl Worker {
                 runtime_dir: workdir.runtime_dir(),
                 namespace: config.namespace,
                 ready_timeout: config.ready_timeout,
+                group_code: group_code.clone(),
             },
             node_metrics.runtime_restarts.clone(),
             stop.child_token(),
@@ -114,6 +144,7 @@ impl Worker {
             python: config.python.clone(),
             site_packages: config.site_packages.clone(),
             pip_args: config.pip_args.clone(),
+            group_code,
         });
 
         let health = Health::default();

@@ -72,12 +72,22 @@ async fn caller(runtime: Runtime, args: Args, warm_until: Instant, end: Instant)
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let stop = tokio_util::sync::CancellationToken::new();
+    // Confined as on a node, so the figures include what confinement costs.
+    let scratch = std::env::temp_dir().join(format!("ramen-runtime-direct-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let group_code = ramen_runner::confine::GroupCode {
+        confined: true,
+        read: Vec::new(),
+        scratch: scratch.clone(),
+        connect_ports: Vec::new(),
+    };
     let runtime = Runtime::start(
         RuntimeSpec {
             python: args.python.clone(),
             runtime_dir: args.runtime_dir.clone(),
             namespace: true,
             ready_timeout: Duration::from_secs(60),
+            group_code,
         },
         Default::default(),
         stop.clone(),
@@ -98,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
     let mut summary = total.summary(Duration::from_secs_f64(args.seconds));
     summary["concurrency"] = args.concurrency.into();
     stop.cancel();
+    let _ = std::fs::remove_dir_all(&scratch);
     #[allow(clippy::print_stdout)]
     {
         println!("{summary}");

@@ -16,7 +16,9 @@ pub struct RestrictionsView {
     pub max_workers_per_zone: u32,
     /// Zones the group may use; empty = any zone that exists.
     pub allowed_zones: Vec<String>,
-    /// Outbound destinations (CIDRs or host names) workers may reach; empty = unrestricted.
+    /// Where the group's code may open TCP connections: `5432` (a port), `db.internal:5432` or
+    /// `10.0.0.0/8:5432` (a port to a place), `api.example.com` (ports 80 and 443 to a place).
+    /// The workers' sandbox enforces the ports on every provider; empty = ports 80 and 443.
     pub egress_allow: Vec<String>,
     /// In-flight call cap per node; 0 = the node default.
     pub max_in_flight_per_node: u32,

@@ -160,6 +160,7 @@ impl Pipeline {
             verbose: self.env.verbose,
             snapshot: Some(snapshot),
             deploy_keys: vec![self.smoke_key_hash()],
+            egress_allow: self.group.restrictions.egress_allow.clone(),
         };
         let written = deployer.core.zones.write_config(group, zone, config).await?;
         let keys = written.placement.as_ref().map_or(0, |p| p.key_count);

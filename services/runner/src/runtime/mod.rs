@@ -30,6 +30,8 @@ pub struct RuntimeSpec {
     pub namespace: bool,
     /// How long importing the packages may take before the start counts as failed.
     pub ready_timeout: Duration,
+    /// Its environment and confinement.
+    pub group_code: crate::confine::GroupCode,
 }
 
 #[derive(Clone, Debug)]

@@ -165,7 +165,9 @@ impl Supervisor {
     }
 
     fn spawn(&self, load: &Load) -> Result<Running, String> {
+        let group_code = &self.spec.group_code;
         let mut command = Process::new(&self.spec.python);
+        group_code.environment(&mut command);
         command
             .arg("-m")
             .arg("ramen_runtime")
@@ -183,6 +185,8 @@ impl Supervisor {
         if !self.spec.namespace {
             command.arg("--no-namespace");
         }
+        let serving = [self.spec.runtime_dir.as_path(), load.root.as_path()];
+        group_code.confine(&mut command, group_code.runtime(&self.spec.python, &serving))?;
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", self.spec.python.display()))?;

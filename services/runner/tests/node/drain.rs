@@ -20,11 +20,12 @@ async fn start(mode: DrainMode, timeout: Duration) -> (TestNode, PathBuf) {
     let node = support::start(SLOW_REPO, move |config| {
         config.drain_mode = mode;
         config.drain_timeout = timeout;
-        let events = config.workdir.with_file_name("slow-events");
+        // In the scratch directory: the one place the tool may write.
+        let events = config.workdir.join("scratch/slow-events");
         config.env.insert("SLOW_EVENTS".into(), events.display().to_string());
     })
     .await;
-    let events = node.dir.path().join("slow-events");
+    let events = node.worker().config.workdir.join("scratch/slow-events");
     (node, events)
 }
 

@@ -17,7 +17,8 @@ use crate::transport::Raw;
 /// A pure-Python wheel of `ramen_env_fixture` (one function), made with the standard library:
 /// a requirement pip can only get from this file, never from an index.
 fn fixture_wheel(dir: &Path) -> std::path::PathBuf {
-    let wheel = dir.join("ramen_env_fixture-1.0-py3-none-any.whl");
+    std::fs::create_dir_all(dir.join("wheels")).unwrap();
+    let wheel = dir.join("wheels/ramen_env_fixture-1.0-py3-none-any.whl");
     let script = r#"
 import sys, zipfile, hashlib, base64
 path = sys.argv[1]
@@ -45,11 +46,12 @@ with zipfile.ZipFile(path, "w") as z:
     wheel
 }
 
-/// hello-repo with a tool that imports the fixture package, and requirements naming its wheel.
-fn tree(dir: &Path, wheel: &Path) -> std::path::PathBuf {
+/// hello-repo with a tool that imports the fixture package, and requirements naming it (pip
+/// finds it in the wheel directory the operator's pip arguments name: [`pip_args`]).
+fn tree(dir: &Path) -> std::path::PathBuf {
     let tree = dir.join("tree");
     copy(&repo_root().join("examples/hello-repo"), &tree);
-    let requirements = format!("mcp==2.3.0\nramen-env-fixture @ file://{}\n", wheel.display());
+    let requirements = "mcp==2.3.0\nramen-env-fixture==1.0\n";
     std::fs::write(tree.join("requirements.txt"), requirements).unwrap();
     let notes = tree.join("notes/__init__.py");
     let mut text = std::fs::read_to_string(&notes).unwrap();
@@ -58,6 +60,12 @@ fn tree(dir: &Path, wheel: &Path) -> std::path::PathBuf {
     );
     std::fs::write(notes, text).unwrap();
     tree
+}
+
+/// No index; the fixture wheel's directory as the operator's find-links.
+fn pip_args(wheel: &Path) -> Vec<String> {
+    let wheels = wheel.parent().unwrap().display().to_string();
+    vec!["--no-index".into(), "--find-links".into(), wheels]
 }
 
 fn copy(from: &Path, to: &Path) {
@@ -77,7 +85,7 @@ async fn built_once_found_again_and_loaded_with_the_index_unreachable() {
     let dir = tempfile::tempdir().unwrap();
     let blob = LocalDirStore::open(dir.path().join("blobs")).unwrap();
     let wheel = fixture_wheel(dir.path());
-    let tree = tree(dir.path(), &wheel);
+    let tree = tree(dir.path());
     let snapshot = support::snapshot(&blob, &tree, "c0ffee2").await;
     let spec = BuildSpec {
         group: "test".into(),
@@ -85,8 +93,9 @@ async fn built_once_found_again_and_loaded_with_the_index_unreachable() {
         blob: ramen_runner::BlobConfig { dir: Some(dir.path().join("blobs")), s3: None },
         python: python(),
         site_packages: vec![site_packages()],
-        pip_args: vec!["--no-index".into()],
+        pip_args: pip_args(&wheel),
         workdir: dir.path().join("build"),
+        ..BuildSpec::default()
     };
     let store: Arc<dyn BlobStore> = Arc::new(blob.clone());
     let first = build_env::build(&spec, store.clone()).await;
@@ -140,10 +149,43 @@ async fn a_requirement_that_cannot_be_installed_is_named_with_pips_output() {
         site_packages: vec![site_packages()],
         pip_args: vec!["--no-index".into()],
         workdir: dir.path().join("build"),
+        ..BuildSpec::default()
     };
     let outcome = build_env::build(&spec, Arc::new(blob)).await;
     let error = outcome.error.expect("the install failed");
     assert!(error.contains("ramen-no-such-package-anywhere==9.9.9"), "{error}");
     assert!(outcome.log.iter().any(|l| l.contains("ERROR")), "{:?}", outcome.log);
     assert_eq!(outcome.environment, None);
+}
+
+/// pip runs the requirements' own build code, so it is confined like the workers: a
+/// requirement naming a file outside the build (here a wheel the operator's arguments do not
+/// name) is refused, although the same file installs with the sandbox off.
+#[tokio::test]
+async fn a_requirement_naming_a_file_elsewhere_on_the_host_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let blob = LocalDirStore::open(dir.path().join("blobs")).unwrap();
+    let wheel = fixture_wheel(dir.path());
+    let tree = tree(dir.path());
+    let requirements = format!("ramen-env-fixture @ file://{}\n", wheel.display());
+    std::fs::write(tree.join("requirements.txt"), requirements).unwrap();
+    let snapshot = support::snapshot(&blob, &tree, "elsewhere").await;
+    let spec = |enabled: bool| BuildSpec {
+        group: "test".into(),
+        snapshot: snapshot.clone(),
+        blob: ramen_runner::BlobConfig { dir: Some(dir.path().join("blobs")), s3: None },
+        python: python(),
+        site_packages: vec![site_packages()],
+        pip_args: vec!["--no-index".into()],
+        workdir: dir.path().join("build"),
+        sandbox: ramen_node_contract::SandboxConfig { enabled, ..Default::default() },
+        ..BuildSpec::default()
+    };
+    let store: Arc<dyn BlobStore> = Arc::new(blob.clone());
+    // Confined first: an environment built unconfined would be found and reused.
+    let confined = build_env::build(&spec(true), store.clone()).await;
+    let error = confined.error.expect("the confined install failed");
+    assert!(error.contains("Permission denied") && error.contains("ramen_env_fixture"), "{error}");
+    let unconfined = build_env::build(&spec(false), store).await;
+    assert_eq!(unconfined.error, None, "the same install works unconfined: {:?}", unconfined.log);
 }

@@ -15,5 +15,6 @@ mod kinds;
 mod limits;
 mod official;
 mod reload;
+mod sandbox;
 mod stateless;
 mod transport;

@@ -210,11 +210,16 @@ pub fn template(config: pb::NodeConfig) -> Result<ConfigTemplate> {
         validate::secret_name(&secret.name)?;
         secrets.insert(secret.name, secret.value);
     }
+    let connect_ports =
+        ramen_node_contract::egress::connect_ports(&config.egress_allow).map_err(|e| {
+            Error::invalid("config.egress_allow", format!("{e}: fix the group's restrictions"))
+        })?;
     Ok(ConfigTemplate {
         environment: config.environment,
         snapshot: Some(snapshot),
         secrets,
         verbose: config.verbose,
+        connect_ports: Some(connect_ports),
     })
 }
 

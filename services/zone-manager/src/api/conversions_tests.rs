@@ -24,6 +24,19 @@ fn a_written_config_becomes_a_template() {
     assert_eq!(snapshot.digest, "ab".repeat(32), "the node wants bare lowercase hex");
     assert_eq!(template.secrets["API_TOKEN"], "s3cret");
     assert!(!format!("{template:?}").contains("s3cret"), "Debug names secrets, never their values");
+    assert_eq!(template.connect_ports, Some(vec![80, 443]), "no egress entries: the web");
+}
+
+#[test]
+fn the_groups_egress_becomes_the_sandboxs_ports() {
+    let mut with_egress = config(&"a".repeat(64));
+    with_egress.egress_allow = vec!["5432".into(), "api.example.com".into()];
+    let template = template(with_egress).unwrap();
+    assert_eq!(template.connect_ports, Some(vec![80, 443, 5432]));
+    assert_eq!(template.sandbox(true).connect_ports, vec![80, 443, 5432]);
+    assert!(!template.sandbox(false).enabled);
+    let old = ConfigTemplate::default();
+    assert_eq!(old.sandbox(true).connect_ports, vec![80, 443], "a template from before: the web");
 }
 
 #[test]
@@ -34,6 +47,10 @@ fn bad_configs_are_named() {
     let mut bad_secret = config(&"a".repeat(64));
     bad_secret.secrets[0].name = "API-TOKEN".into();
     assert!(message(bad_secret).contains("not an environment variable name"));
+    let mut bad_egress = config(&"a".repeat(64));
+    bad_egress.egress_allow = vec!["db:http".into()];
+    let said = message(bad_egress);
+    assert!(said.starts_with("config.egress_allow:") && said.contains("\"db:http\""), "{said}");
 }
 
 #[test]

@@ -27,6 +27,10 @@ pub struct ConfigTemplate {
     /// Secrets scoped to the environment and zone, as environment variables of the group's code.
     pub secrets: BTreeMap<String, String>,
     pub verbose: bool,
+    /// TCP ports the group's code may connect to (from its egress restrictions); `None` in a
+    /// template written before there were any: the web ports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_ports: Option<Vec<u16>>,
 }
 
 impl std::fmt::Debug for ConfigTemplate {
@@ -36,6 +40,7 @@ impl std::fmt::Debug for ConfigTemplate {
             .field("snapshot", &self.snapshot)
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
             .field("verbose", &self.verbose)
+            .field("connect_ports", &self.connect_ports)
             .finish()
     }
 }
@@ -43,6 +48,15 @@ impl std::fmt::Debug for ConfigTemplate {
 impl ConfigTemplate {
     pub fn commit(&self) -> &str {
         self.snapshot.as_ref().map_or("", |s| s.commit.as_str())
+    }
+
+    /// How the node confines the group's code: the group's ports, `enabled` as the zone says.
+    pub fn sandbox(&self, enabled: bool) -> ramen_node_contract::SandboxConfig {
+        let default = ramen_node_contract::SandboxConfig::default();
+        ramen_node_contract::SandboxConfig {
+            enabled,
+            connect_ports: self.connect_ports.clone().unwrap_or(default.connect_ports),
+        }
     }
 }
 

@@ -217,6 +217,7 @@ impl Harness {
             verbose: false,
             snapshot: Some(snapshot),
             deploy_keys: Vec::new(),
+            egress_allow: Vec::new(),
         };
         let request =
             pb::WriteConfigRequest { group: group.into(), zone: zone.into(), config: Some(config) };

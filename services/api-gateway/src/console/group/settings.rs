@@ -21,7 +21,7 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
             div { dt { "GitHub App installation" } dd { @match group.github_app_installation_id { Some(id) => code { (id) }, None => span.muted { "none" } } } }
             div { dt { "Max workers per zone" } dd { (zero(r.max_workers_per_zone, "no limit")) } }
             div { dt { "Allowed zones" } dd { (list_or(&r.allowed_zones, "any zone")) } }
-            div { dt { "Egress allowed to" } dd { (list_or(&r.egress_allow, "unrestricted")) } }
+            div { dt { "Egress allowed to" } dd { (list_or(&r.egress_allow, "ports 80 and 443")) } }
             div { dt { "In-flight cap per node" } dd { (zero(r.max_in_flight_per_node, "node default")) } }
         }
         @if manage && group.status != "deleting" {
@@ -39,7 +39,7 @@ pub fn section(data: &Data, viewer: &Viewer) -> Markup {
                         @for z in data.zone_names() { label.check { input type="checkbox" name="restrictions.allowed_zones" value=(z) data-kind="checks" checked[r.allowed_zones.contains(&z)]; (z) } }
                         small.hint { "None checked: any zone." }
                     }
-                    label { "Egress allowed to" textarea name="restrictions.egress_allow" data-kind="list" rows="2" { (r.egress_allow.join("\n")) } small.hint { "CIDRs or host names, one per line; empty: unrestricted." } }
+                    label { "Egress allowed to" textarea name="restrictions.egress_allow" data-kind="list" rows="2" { (r.egress_allow.join("\n")) } small.hint { "Ports the group's code may connect to, one per line: 5432, db.internal:5432, 10.0.0.0/8:5432 (a destination without a port: 80 and 443). Empty: 80 and 443." } }
                     (form_error())
                     div.actions { button.primary type="submit" { "Save settings" } }
                 }

@@ -34,6 +34,7 @@ pub(super) async fn run(
         site_packages: settings.site_packages(),
         pip_args: settings.kubernetes.pip_args.clone(),
         workdir: format!("{DATA_DIR}/build").into(),
+        ..BuildSpec::default()
     };
     let text = toml::to_string_pretty(&spec).map_err(|e| ProviderError::Failed(e.to_string()))?;
     let secrets = placement.api::<Secret>();

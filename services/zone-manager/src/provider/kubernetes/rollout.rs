@@ -221,6 +221,9 @@ pub(super) fn node_config(
         policy: PolicyConfig { require_key: true, verbose: template.verbose, ..Default::default() },
         policy_file: Some(format!("{POLICY_DIR}/{POLICY_FILE}").into()),
         env: template.secrets.clone(),
+        // The pod is the group's own; the sandbox keeps its code from the node's config and
+        // credentials in the pod, and to its ports.
+        sandbox: template.sandbox(true),
         ..NodeConfig::default()
     }
 }

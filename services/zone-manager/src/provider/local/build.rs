@@ -29,6 +29,10 @@ pub(super) async fn run(
         site_packages: settings.site_packages.clone(),
         pip_args: settings.pip_args.clone(),
         workdir: dir.join("work"),
+        sandbox: ramen_node_contract::SandboxConfig {
+            enabled: settings.sandbox,
+            ..Default::default()
+        },
     };
     let text = toml::to_string_pretty(&spec).map_err(|e| ProviderError::Failed(e.to_string()))?;
     let spec_path = dir.join(format!("{}.toml", uuid::Uuid::now_v7()));

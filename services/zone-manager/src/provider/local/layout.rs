@@ -89,6 +89,23 @@ impl Layout {
     }
 }
 
+/// The groups with a placement directory in any local zone under `root` (`<root>/<zone>/<group>`).
+pub(crate) fn groups_on_host(root: &Path) -> Vec<String> {
+    let dirs = |dir: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+            .unwrap_or_default()
+    };
+    let mut groups: Vec<String> = dirs(root)
+        .iter()
+        .flat_map(|zone| dirs(zone))
+        .filter_map(|group| group.file_name()?.to_str().map(str::to_owned))
+        .collect();
+    groups.sort();
+    groups.dedup();
+    groups
+}
+
 /// One worker's directory.
 #[derive(Clone, Debug)]
 pub(crate) struct WorkerDir {

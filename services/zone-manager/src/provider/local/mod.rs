@@ -41,13 +41,21 @@ use placement::LocalPlacement;
 pub struct LocalProvider {
     settings: Arc<LocalSettings>,
     placements: Mutex<HashMap<String, Arc<LocalPlacement>>>,
+    /// Held while a placement is checked against the groups already on the host and created.
+    sharing: Mutex<()>,
     tasks: TaskCenter,
     events: WorkerEvents,
 }
 
 impl LocalProvider {
     pub fn new(settings: LocalSettings, tasks: TaskCenter, events: WorkerEvents) -> Self {
-        Self { settings: Arc::new(settings), placements: Mutex::default(), tasks, events }
+        Self {
+            settings: Arc::new(settings),
+            placements: Mutex::default(),
+            sharing: Mutex::default(),
+            tasks,
+            events,
+        }
     }
 
     pub fn settings(&self) -> &LocalSettings {
@@ -74,6 +82,26 @@ impl LocalProvider {
         entry.clone()
     }
 
+    /// Groups can share this host only when their code is confined from each other: with the
+    /// sandbox on and a kernel that cannot confine files and TCP, the local zones host one
+    /// group; `zone.sandbox = "off"` is the operator's choice to share anyway.
+    fn check_sharing(&self, group: &str) -> Result<(), ProviderError> {
+        let settings = &self.settings;
+        if !settings.sandbox || settings.support.complete() {
+            return Ok(());
+        }
+        let Some(other) = layout::groups_on_host(&settings.root).into_iter().find(|g| g != group)
+        else {
+            return Ok(());
+        };
+        Err(ProviderError::Failed(format!(
+            "this host cannot keep groups apart ({}), and its local zones already run group \
+             {other:?}: they take no second group. Use a kernel with Landlock ABI 4 or newer \
+             (Linux 6.7), or set zone.sandbox = \"off\" to share the host unconfined",
+            settings.support.describe()
+        )))
+    }
+
     fn existing(&self, group: &str, zone: &str) -> Option<Arc<LocalPlacement>> {
         self.placements.lock().get(&crate::model::placement_id(group, zone)).cloned()
     }
@@ -93,11 +121,14 @@ impl ZoneProvider for LocalProvider {
     }
 
     /// The working directory; the local user is the identity and grants are recorded only.
+    /// On a host whose kernel cannot confine group code, a second group is refused.
     async fn ensure(
         &self,
         record: &PlacementRecord,
         _grants: &[ramen_cloud::Grant],
     ) -> Result<Vec<String>, ProviderError> {
+        let _sharing = self.sharing.lock();
+        self.check_sharing(&record.group)?;
         self.placement(record).layout.create()?;
         Ok(Vec::new())
     }
@@ -189,5 +220,56 @@ impl ZoneProvider for LocalProvider {
                 layout.remove()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use ramen_access::TicketKeys;
+    use ramen_config::{Config, SandboxMode};
+    use ramen_lifecycle::TaskCenter;
+    use ramen_sandbox::Support;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn provider(root: &std::path::Path, abi: i32, mode: SandboxMode) -> LocalProvider {
+        let mut config = Config { data_dir: root.to_path_buf(), ..Config::default() };
+        config.zone.sandbox = mode;
+        let keys = Arc::new(TicketKeys::new(b"0123456789abcdef0123456789abcdef", None));
+        let nodes = NodeAdmin(Arc::new(ramen_clients::GrpcNode::new(keys)));
+        let mut settings = LocalSettings::from_config(&config, String::new(), nodes).unwrap();
+        settings.support = Support { abi };
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        LocalProvider::new(settings, TaskCenter::new(&CancellationToken::new()), events)
+    }
+
+    fn placement(group: &str, zone: &str) -> PlacementRecord {
+        PlacementRecord { group: group.into(), zone: zone.into(), ..PlacementRecord::default() }
+    }
+
+    #[tokio::test]
+    async fn a_host_that_cannot_confine_group_code_takes_one_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let weak = provider(dir.path(), 3, SandboxMode::On);
+        weak.ensure(&placement("victim", "z1"), &[]).await.unwrap();
+        weak.ensure(&placement("victim", "z2"), &[]).await.expect("the same group, another zone");
+        let refused = weak.ensure(&placement("evil", "z1"), &[]).await.unwrap_err().to_string();
+        assert!(refused.contains("\"victim\"") && refused.contains("zone.sandbox"), "{refused}");
+        assert!(refused.contains("TCP connects"), "says what the kernel lacks: {refused}");
+        assert!(
+            !dir.path().join("zones/z1/evil").exists(),
+            "nothing created for the refused group"
+        );
+
+        let unconfined = provider(dir.path(), 3, SandboxMode::Off);
+        unconfined
+            .ensure(&placement("evil", "z1"), &[])
+            .await
+            .expect("the operator chose to share");
+        let confining = provider(dir.path(), 7, SandboxMode::On);
+        confining.ensure(&placement("third", "z1"), &[]).await.expect("a kernel that confines");
     }
 }

@@ -99,6 +99,10 @@ pub struct LocalSettings {
     /// Ceiling of the back-off between restarts of a worker that keeps dying.
     pub max_backoff: Duration,
     pub nodes: NodeAdmin,
+    /// Confine the group's code (`zone.sandbox = "on"`).
+    pub sandbox: bool,
+    /// What this host's kernel can confine (tests stand in a weaker one).
+    pub support: ramen_sandbox::Support,
 }
 
 impl LocalSettings {
@@ -136,6 +140,8 @@ impl LocalSettings {
             probe_interval: Duration::from_millis(200),
             max_backoff: Duration::from_secs(10),
             nodes,
+            sandbox: zone.sandbox == ramen_config::SandboxMode::On,
+            support: ramen_sandbox::Support::probe(),
         })
     }
 }

@@ -121,6 +121,7 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
             template.verbose,
         ),
         env: template.secrets.clone(),
+        sandbox: template.sandbox(settings.sandbox),
         ..NodeConfig::default()
     }
 }
