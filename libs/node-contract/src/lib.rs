@@ -1,8 +1,9 @@
 //! The contract between the control plane and a worker node (`ramen-runner`): what a zone
 //! provider writes for a node to run ([`NodeConfig`], with its [`PolicyConfig`] and
 //! [`SnapshotRef`]), what the node reports back once it listens ([`NodePorts`]), the
-//! snapshot archive format both sides build and read ([`archive`]), and the one rule by which
-//! an MCP key is stored and checked ([`key_hash`]).
+//! snapshot archive format both sides build and read ([`archive`]), what a repo tree may hold
+//! and how it is read ([`tree`]: links stay inside, reads are bounded), and the one rule by
+//! which an MCP key is stored and checked ([`key_hash`]).
 //!
 //! It is a library of its own so that neither side links the other: the deployer packs
 //! snapshots and auth hashes keys without the node's code, and the zone-manager writes node
@@ -14,6 +15,7 @@ pub mod egress;
 pub mod environment;
 mod policy;
 mod ports;
+pub mod tree;
 
 use sha2::{Digest, Sha256};
 

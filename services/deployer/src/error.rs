@@ -29,6 +29,10 @@ pub enum Error {
     Refused { service: &'static str, message: String },
     #[error(transparent)]
     Git(#[from] GitError),
+    /// The repo holds something the pipeline refuses (a link out of the tree, a file over its
+    /// limit, a special file); the message names the file. Terminal: the commit must change.
+    #[error("{0}")]
+    RepoContent(String),
     #[error("store: {0}")]
     Store(#[from] StoreError),
     #[error("bus: {0}")]
@@ -107,7 +111,9 @@ impl From<Error> for tonic::Status {
             Error::Invalid { .. } => Status::invalid_argument(message),
             Error::NotFound(_) => Status::not_found(message),
             Error::AlreadyExists(_) => Status::already_exists(message),
-            Error::FailedPrecondition(_) => Status::failed_precondition(message),
+            Error::FailedPrecondition(_) | Error::RepoContent(_) => {
+                Status::failed_precondition(message)
+            }
             Error::PermissionDenied(_) => Status::permission_denied(message),
             Error::Unauthenticated(_) => Status::unauthenticated(message),
             Error::Git(ref git) if git.is_invalid_input() => Status::invalid_argument(message),

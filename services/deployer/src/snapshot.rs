@@ -2,10 +2,19 @@
 //! content-addressed by commit (`groups/<group>/snapshots/<commit>.tar.gz`) with a small
 //! sidecar (`<commit>.json`: digest and requirements hash) written after it, so a present
 //! sidecar means a complete snapshot and the sync is skipped.
+//!
+//! The tree is the group's, so nothing in it is followed blindly: a symlink leading outside the
+//! tree is left out of the snapshot (and named in the job's log), and the files the pipeline
+//! reads are read with a bound ([`ramen_node_contract::tree`]). A refused `requirements.txt` or
+//! `ramen.toml` fails the sync rather than being treated as absent: the snapshot would then
+//! deploy without the dependencies or the manifest its author wrote, failing later and far
+//! from the cause (an import error on a worker), where the refusal names the file now.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use ramen_blob::BlobStore;
+use ramen_node_contract::tree::{self, ReadError};
 use ramen_proto::common::v1::Snapshot;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -13,11 +22,26 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::git::{Credentials, RepoCache};
 
+/// The most of `requirements.txt` the deployer reads (it hashes it; the environment builder
+/// installs it): a pin list of thousands of packages is some 100 KiB.
+pub const MAX_REQUIREMENTS_BYTES: u64 = 1 << 20;
+/// The most of `ramen.toml`, the manifest the node's runtime reads: a few lines per package.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// The files of the tree the pipeline reads whole, and their limits. Each is checked here, at
+/// sync, so a link out of the tree, a special file or an oversized file fails the deploy
+/// naming the file before any worker is touched.
+const READ: [(&str, u64); 2] =
+    [("requirements.txt", MAX_REQUIREMENTS_BYTES), ("ramen.toml", MAX_MANIFEST_BYTES)];
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Sidecar {
     digest: String,
     requirements_hash: String,
     bytes: u64,
+    /// The job-log lines of the links left out, so a later deploy of the same commit shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    refused: Vec<String>,
 }
 
 pub fn archive_key(group: &str, commit: &str) -> String {
@@ -34,6 +58,8 @@ pub struct Synced {
     /// False when the snapshot was already in the blob store.
     pub uploaded: bool,
     pub bytes: u64,
+    /// One line per symlink left out of the snapshot (it led outside the repo, or looped).
+    pub refused: Vec<String>,
 }
 
 /// The snapshot of `commit` for `group`, uploading it when missing.
@@ -50,7 +76,8 @@ pub async fn ensure(
         && blob.exists(&location).await?
     {
         let snapshot = snapshot(commit, location, &sidecar);
-        return Ok(Synced { snapshot, uploaded: false, bytes: sidecar.bytes });
+        let (bytes, refused) = (sidecar.bytes, sidecar.refused);
+        return Ok(Synced { snapshot, uploaded: false, bytes, refused });
     }
     let work = tempfile::tempdir_in(source.scratch)
         .map_err(|e| Error::Internal(format!("scratch directory: {e}")))?;
@@ -59,26 +86,48 @@ pub async fn ensure(
     // The mirror may be gone (another replica synced the ref): fetching again is cheap.
     repos.fetch_and_resolve(group, source.url, commit, source.creds).await?;
     repos.export(group, source.url, commit, &tree).await?;
-    let (archive, requirements) = tokio::task::spawn_blocking(move || {
-        let archive = ramen_node_contract::archive::pack_dir(&tree)?;
-        let requirements = std::fs::read(tree.join("requirements.txt")).ok();
-        Ok::<_, std::io::Error>((archive, requirements))
-    })
-    .await
-    .map_err(|e| Error::Internal(e.to_string()))?
-    .map_err(|e| Error::Internal(format!("packing the snapshot: {e}")))?;
+    let Packed { archive, requirements, refused } =
+        tokio::task::spawn_blocking(move || pack(&tree))
+            .await
+            .map_err(|e| Error::Internal(e.to_string()))??;
     let sidecar = Sidecar {
         digest: hex::encode(Sha256::digest(&archive)),
         requirements_hash: requirements
             .map(|r| format!("sha256:{}", hex::encode(Sha256::digest(&r))))
             .unwrap_or_default(),
         bytes: archive.len() as u64,
+        refused,
     };
     blob.put(&location, archive.into()).await?;
     let raw = serde_json::to_vec(&sidecar).map_err(|e| Error::Internal(e.to_string()))?;
     blob.put(&sidecar_key(group, commit), raw.into()).await?;
-    let bytes = sidecar.bytes;
-    Ok(Synced { snapshot: snapshot(commit, location, &sidecar), uploaded: true, bytes })
+    let snapshot = snapshot(commit, location, &sidecar);
+    Ok(Synced { snapshot, uploaded: true, bytes: sidecar.bytes, refused: sidecar.refused })
+}
+
+/// A packed tree and what the pipeline read of it.
+struct Packed {
+    archive: Vec<u8>,
+    requirements: Option<Vec<u8>>,
+    refused: Vec<String>,
+}
+
+/// Packs the exported tree (links out of it left out) and reads the files the pipeline needs.
+fn pack(tree: &Path) -> Result<Packed> {
+    let packed = ramen_node_contract::archive::pack_tree(tree)
+        .map_err(|e| Error::Internal(format!("packing the snapshot: {e}")))?;
+    let mut requirements = None;
+    for (name, limit) in READ {
+        let read = tree::read_bounded(tree, Path::new(name), limit).map_err(|err| match err {
+            ReadError::Io { .. } => Error::Internal(err.to_string()),
+            refused => Error::RepoContent(format!("{refused} (the pipeline reads it)")),
+        })?;
+        if name == "requirements.txt" {
+            requirements = read;
+        }
+    }
+    let refused = packed.refused.iter().map(ToString::to_string).collect();
+    Ok(Packed { archive: packed.archive, requirements, refused })
 }
 
 /// Where a snapshot comes from.

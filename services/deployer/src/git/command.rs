@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
 use super::GitError;
@@ -55,20 +56,58 @@ impl GitRunner {
         args: &[&str],
         creds: Option<&Credentials>,
     ) -> Result<Vec<u8>, GitError> {
+        self.run_limited(cwd, args, creds, u64::MAX).await
+    }
+
+    /// [`run`](Self::run) keeping at most `limit` bytes of stdout: git is killed, and the
+    /// answer is [`GitError::TooLarge`], as soon as it writes more.
+    pub async fn run_limited(
+        &self,
+        cwd: &Path,
+        args: &[&str],
+        creds: Option<&Credentials>,
+        limit: u64,
+    ) -> Result<Vec<u8>, GitError> {
         let mut command = self.command(cwd, args, creds);
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let secret = creds.map(|c| c.password.as_str());
         let what = args.first().copied().unwrap_or("git").to_owned();
-        let child = command.spawn().map_err(|e| GitError::io("start git", e))?;
-        let output = match tokio::time::timeout(self.timeout, child.wait_with_output()).await {
-            Ok(output) => output.map_err(|e| GitError::io("run git", e))?,
+        let mut child = command.spawn().map_err(|e| GitError::io("start git", e))?;
+        let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let finished = async {
+            let read_out = async {
+                if let Some(stdout) = stdout.as_mut() {
+                    stdout.take(limit.saturating_add(1)).read_to_end(&mut out).await?;
+                }
+                if out.len() as u64 > limit {
+                    // Its stderr closes with it, which ends the other read.
+                    child.start_kill()?;
+                }
+                Ok::<_, std::io::Error>(())
+            };
+            let read_err = async {
+                match stderr.as_mut() {
+                    Some(stderr) => stderr.read_to_end(&mut err).await.map(drop),
+                    None => Ok(()),
+                }
+            };
+            let (read_out, read_err) = tokio::join!(read_out, read_err);
+            read_out.and(read_err)?;
+            child.wait().await
+        };
+        let status = match tokio::time::timeout(self.timeout, finished).await {
+            Ok(status) => status.map_err(|e| GitError::io("run git", e))?,
             Err(_) => return Err(GitError::Timeout { what, after: self.timeout }),
         };
-        if output.status.success() {
-            return Ok(output.stdout);
+        if out.len() as u64 > limit {
+            return Err(GitError::TooLarge { what, limit });
         }
-        let stderr = scrub(&String::from_utf8_lossy(&output.stderr), secret);
-        Err(GitError::Failed { what, status: output.status.to_string(), stderr: tail(&stderr) })
+        if status.success() {
+            return Ok(out);
+        }
+        let stderr = scrub(&String::from_utf8_lossy(&err), secret);
+        Err(GitError::Failed { what, status: status.to_string(), stderr: tail(&stderr) })
     }
 
     fn command(&self, cwd: &Path, args: &[&str], creds: Option<&Credentials>) -> Command {
@@ -139,6 +178,33 @@ mod tests {
         assert!(!clean.contains("tok123"), "{clean}");
         assert!(!clean.contains("x-access-token"), "{clean}");
         assert!(clean.contains("github.com/a/b"), "{clean}");
+    }
+
+    /// A repo's tree over the limit: git is stopped as soon as it writes past it, and the
+    /// error names the limit (the whole output is never held).
+    #[tokio::test]
+    async fn output_past_the_limit_stops_git() {
+        let repo = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .current_dir(repo.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        git(&["init", "--quiet"]);
+        std::fs::write(repo.path().join("big.bin"), vec![7u8; 256 << 10]).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "--quiet", "-m", "big"]);
+        let cache = tempfile::tempdir().unwrap();
+        let runner = GitRunner::new(cache.path(), true, Duration::from_secs(60)).unwrap();
+        let args = ["archive", "--format=tar", "HEAD"];
+        let err = runner.run_limited(repo.path(), &args, None, 64 << 10).await.unwrap_err();
+        assert_eq!(err.to_string(), "git archive wrote more than the limit of 64 KiB");
+        let whole = runner.run_limited(repo.path(), &args, None, 1 << 20).await.unwrap();
+        assert!(whole.len() > 256 << 10);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub enum GitError {
     Failed { what: String, status: String, stderr: String },
     #[error("git {what} did not finish within {after:?}")]
     Timeout { what: String, after: Duration },
+    #[error("git {what} wrote more than the limit of {}", ramen_node_contract::tree::bytes(*limit))]
+    TooLarge { what: String, limit: u64 },
     #[error("{op}: {source}")]
     Io { op: &'static str, source: std::io::Error },
 }
@@ -62,6 +64,12 @@ impl GitError {
         matches!(self, Self::InvalidUrl { .. } | Self::InvalidRef { .. } | Self::UnknownRef { .. })
     }
 }
+
+/// The most a commit's tree may hold, as the tar `git archive` writes: the deployer holds it in
+/// memory to pack it, and every node loading the snapshot holds the packed archive. A repo of
+/// MCP servers is code; anything near this is a mistake (a data set or a virtualenv
+/// committed), and reading it without a bound would let one repo exhaust the deployer's memory.
+pub const MAX_TREE_BYTES: u64 = 512 << 20;
 
 /// The mirrors, one fetch at a time per mirror.
 #[derive(Clone)]
@@ -126,7 +134,9 @@ impl RepoCache {
         Err(GitError::UnknownRef { git_ref: git_ref.to_owned() })
     }
 
-    /// Writes the tree of `commit` (a full id from [`fetch_and_resolve`]) under `dest`.
+    /// Writes the tree of `commit` (a full id from [`fetch_and_resolve`]) under `dest`, at most
+    /// [`MAX_TREE_BYTES`] of it. Symlinks are written as they are in the commit: what reads the
+    /// tree decides about them ([`ramen_node_contract::tree`]).
     pub async fn export(
         &self,
         group: &str,
@@ -141,7 +151,13 @@ impl RepoCache {
             });
         }
         let mirror = self.mirror(group, url);
-        let archive = self.git.run(&mirror, &["archive", "--format=tar", commit], None).await?;
+        let args = ["archive", "--format=tar", commit];
+        let archive = match self.git.run_limited(&mirror, &args, None, MAX_TREE_BYTES).await {
+            Err(GitError::TooLarge { limit, .. }) => {
+                return Err(GitError::TooLarge { what: format!("archive of {commit}"), limit });
+            }
+            other => other?,
+        };
         let dest = dest.to_owned();
         tokio::task::spawn_blocking(move || {
             let mut tar = tar::Archive::new(archive.as_slice());

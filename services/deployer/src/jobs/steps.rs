@@ -46,7 +46,7 @@ pub(crate) struct Pipeline {
     pub commit: String,
     pub creds: Option<Credentials>,
     /// Synced once per run, whichever zone gets there first.
-    pub snapshot: tokio::sync::OnceCell<(Snapshot, bool, u64)>,
+    pub snapshot: tokio::sync::OnceCell<Synced>,
     /// One environment build at a time: the first zone installs, the others (on the same
     /// runtime) find its result.
     pub environment_build: tokio::sync::Mutex<()>,
@@ -66,7 +66,7 @@ impl Pipeline {
         }
     }
 
-    async fn snapshot(&self) -> Result<&(Snapshot, bool, u64), Error> {
+    async fn snapshot(&self) -> Result<&Synced, Error> {
         self.snapshot
             .get_or_try_init(|| async {
                 let deployer = &self.run.deployer;
@@ -79,14 +79,8 @@ impl Pipeline {
                     creds: self.creds.as_ref(),
                     scratch: &scratch,
                 };
-                let Synced { snapshot, uploaded, bytes } = snapshot::ensure(
-                    &deployer.core.blob,
-                    &deployer.core.repos,
-                    source,
-                    &self.commit,
-                )
-                .await?;
-                Ok((snapshot, uploaded, bytes))
+                snapshot::ensure(&deployer.core.blob, &deployer.core.repos, source, &self.commit)
+                    .await
             })
             .await
     }
@@ -100,8 +94,12 @@ impl Pipeline {
                 format!("{} at {} = commit {}", self.group.repo_url, self.git_ref, self.commit),
             )
             .await?;
-        let (snapshot, uploaded, bytes) = self.snapshot().await?;
+        let Synced { snapshot, uploaded, bytes, refused } = self.snapshot().await?;
         let first = *uploaded && !self.upload_reported.swap(true, Ordering::SeqCst);
+        // Links out of the repo, left out of the snapshot: named in every zone's log.
+        for line in refused {
+            self.run.log(zone, Step::Sync, line.clone()).await?;
+        }
         self.run
             .log(zone, Step::Sync, format!("snapshot {} ({})", snapshot.location, snapshot.digest))
             .await?;
@@ -139,7 +137,7 @@ impl Pipeline {
             }
             Err(err) => return Err(err.into()),
         };
-        let (snapshot, _, _) = self.snapshot().await?;
+        let snapshot = &self.snapshot().await?.snapshot;
         let snapshot = self.environment(zone, snapshot).await?;
         // The clone token is the control plane's: workers never clone, so they never get it.
         let mut secrets = deployer.core.auth.resolve_secrets(group, &self.env.name, zone).await?;

@@ -14,5 +14,6 @@ mod durability;
 mod git;
 mod gitserver;
 mod kubernetes;
+mod links;
 mod pipeline;
 mod ports;

@@ -68,6 +68,13 @@ impl Repo {
         std::fs::write(file, contents).unwrap();
     }
 
+    /// A symlink at `path` (parents created) pointing at `target`, as written.
+    pub fn link(&self, path: &str, target: &str) {
+        let file = self.path().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, file).unwrap();
+    }
+
     /// A branch off `main` with `change` applied and committed; back on `main` after.
     pub fn branch(&self, name: &str, change: impl FnOnce(&Repo)) -> String {
         self.git(&["checkout", "--quiet", "-b", name, "main"]);

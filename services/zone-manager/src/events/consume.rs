@@ -1,12 +1,17 @@
 //! Events from other services the zone-manager acts on, each through its own durable consumer
 //! (replicas share it). Handlers are idempotent: a redelivered event changes nothing twice.
-//! - `ZoneDeleted`: make sure nothing of the zone is left.
+//! - `ZoneDeleted`: make sure nothing of the zone is left, once the zone's own record agrees
+//!   (a forged or stale event changes nothing and is logged).
 //! - `McpKeyChanged`: re-push the key hashes of the affected placements (auth owns the keys,
 //!   the zone-manager distributes them).
 //!
 //! Deleting a group or an environment is not among them: the deployer's saga calls
 //! `Teardown` itself (and retries it until done), the one trigger of a placement's teardown.
 //! `GroupDeleted` / `EnvironmentDeleted` stay on the bus for whoever else reads them.
+//!
+//! The bus is not a trusted channel (group code may reach it): a handler that destroys reads
+//! the record the event speaks of first. `McpKeyChanged` and `ServiceAccountRulesChanged` need
+//! no such check: they only name a group, and what is pushed is what auth answers now.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,14 +127,28 @@ where
 }
 
 impl ZoneManager {
-    /// Placements created after the event (a group of the same name made again since) are
-    /// left alone.
+    /// The event is a claim, and any client of the bus can make it: the zone's own record is
+    /// the truth. A genuine `ZoneDeleted` is published once the record is marked deleting (and
+    /// just before it goes), so it is acted on only when the record is gone, or marked deleting
+    /// and made before the event. Anything else (the zone alive, or made again since) is a
+    /// forged or stale event: nothing is torn down, and it is logged with what it claimed and
+    /// what the record says. Placements created after the event are left alone either way.
     async fn on_zone_deleted(self: &Arc<Self>, event: ev::ZoneDeleted) -> Result<()> {
         let at = event.meta.as_ref().map_or(i64::MAX, |m| m.at_unix_ms);
-        if let Some(zone) = self.db.zones.get(&event.zone).await?
-            && zone.value.created_at_ms > at
+        if let Some(zone) = self.db.zones.get(&event.zone).await?.map(|z| z.value)
+            && (!zone.deleting || zone.created_at_ms > at)
         {
-            return Ok(()); // a zone of the same name was created since
+            let meta = event.meta.unwrap_or_default();
+            tracing::warn!(
+                zone = %event.zone,
+                claimed_at_ms = at,
+                claimed_actor = %meta.actor,
+                event_id = %meta.event_id,
+                record_deleting = zone.deleting,
+                record_created_at_ms = zone.created_at_ms,
+                "ZoneDeleted ignored: the zone's record says it is not being deleted (a forged or stale event)"
+            );
+            return Ok(());
         }
         let placements =
             self.db.placements.find(&Query::new().filter(group_zone("", &event.zone))).await?;

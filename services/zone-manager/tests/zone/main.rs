@@ -9,6 +9,7 @@ mod support;
 
 mod aws;
 mod conformance;
+mod events;
 mod failures;
 mod gcp;
 mod kubernetes;
