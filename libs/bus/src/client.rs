@@ -85,7 +85,8 @@ impl Bus {
 
     /// [`Bus::connect`] as the NATS user of `credentials` (operator mode). The user's replies
     /// arrive under its own inbox prefix, `_INBOX_<user name>`, the only inbox its
-    /// permissions let it read ([`crate::auth::Role`]).
+    /// permissions let it read ([`crate::auth::Role`]); without credentials, a user named in
+    /// the URL (a static server configuration) gets its prefix the same way.
     pub async fn connect_as(
         url: &str,
         name: &str,
@@ -94,14 +95,25 @@ impl Bus {
         let denials = Arc::new(Denials::default());
         let seen = denials.clone();
         let mut options = ConnectOptions::new();
-        if let Some(credentials) = credentials {
-            options = options.credentials(&credentials.to_text()).map_err(|err| {
-                BusError::Invalid { what: "NATS credentials", reason: err.to_string() }
-            })?;
-            let user = credentials.name();
-            if !user.is_empty() && user.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-                options = options.custom_inbox_prefix(inbox_prefix(&user));
+        let user = match credentials {
+            Some(credentials) => {
+                options = options.credentials(&credentials.to_text()).map_err(|err| {
+                    BusError::Invalid { what: "NATS credentials", reason: err.to_string() }
+                })?;
+                credentials.name()
             }
+            // A static server's user, from `nats://user:password@host` (async-nats does not
+            // read a URL's user info itself): the same prefix rule.
+            None => match url_userinfo(url) {
+                Some((user, password)) => {
+                    options = options.user_and_password(user.clone(), password);
+                    user
+                }
+                None => String::new(),
+            },
+        };
+        if !user.is_empty() && user.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            options = options.custom_inbox_prefix(inbox_prefix(&user));
         }
         let client = options
             .name(name)
@@ -196,6 +208,37 @@ impl Bus {
     }
 }
 
+/// The user and password in a URL's user info (`nats://deployer:secret@host:4222`), if any
+/// (percent-encoded characters decoded).
+fn url_userinfo(url: &str) -> Option<(String, String)> {
+    let first = url.split(',').next()?;
+    let rest = first.split_once("://").map_or(first, |(_, rest)| rest);
+    let authority = rest.split('/').next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    Some((percent_decode(user), percent_decode(password)))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub(crate) fn encode<T: Serialize>(schema: Schema, value: &T) -> Result<bytes::Bytes> {
     serde_json::to_vec(value)
         .map(bytes::Bytes::from)
@@ -238,5 +281,20 @@ fn log_event(event: Event, denials: &Denials) {
             );
         }
         other => tracing::warn!(event = %other, "nats client event"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_userinfo;
+
+    #[test]
+    fn the_user_of_a_url() {
+        let pair = |u: &str, p: &str| Some((u.to_owned(), p.to_owned()));
+        assert_eq!(url_userinfo("nats://deployer:s3cret@n:4222"), pair("deployer", "s3cret"));
+        let cluster = "nats://auth:a%40b@n:4222,nats://auth:a%40b@m:4222";
+        assert_eq!(url_userinfo(cluster), pair("auth", "a@b"));
+        assert_eq!(url_userinfo("nats://n:4222"), None);
+        assert_eq!(url_userinfo("n:4222"), None);
     }
 }

@@ -19,7 +19,7 @@ mod roles;
 use std::path::Path;
 
 pub use creds::Credentials;
-pub use keys::{ACCOUNT_NAME, AuthKeys, NODE_SIGNING_FILE, SERVER_CONFIG_FILE};
+pub use keys::{ACCOUNT_NAME, AuthKeys, MAX_CONTROL_LINE, NODE_SIGNING_FILE, SERVER_CONFIG_FILE};
 pub use node::{
     NODE_LOAD_FILTER, NODE_LOAD_PREFIX, NODE_ROLE, NodeMinter, node_load_subject,
     parse_node_load_subject,
