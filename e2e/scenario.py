@@ -212,8 +212,16 @@ class Cluster:
         bin_dir = Path(sys.executable).parent
         nats_port, redis_port, s3_port = free_port(), free_port(), free_port()
         (self.work / "nats").mkdir()
-        self.spawn("nats", [str(bin_dir / "nats-server"), "-js", "-a", "127.0.0.1", "-p",
-                            str(nats_port), "-sd", str(self.work / "nats")], dict(os.environ))
+        # NATS in operator mode, as an operator sets it up: `ramen nats-auth init` writes the
+        # server's configuration and one user per service; nothing connects without one.
+        self.nats_auth = self.work / "nats-auth"
+        self.cli("nats-auth", "init", "--out", str(self.nats_auth))
+        for creds in self.nats_auth.glob("*.creds"):
+            self.never_shown(creds.read_text().split("-----BEGIN USER NKEY SEED-----")[1].split()[0])
+        self.never_shown((self.nats_auth / "node-signing.nk").read_text().strip())
+        self.spawn("nats", [str(bin_dir / "nats-server"), "-c", str(self.nats_auth / "server-auth.conf"),
+                            "-js", "-a", "127.0.0.1", "-p", str(nats_port), "-sd", str(self.work / "nats")],
+                   dict(os.environ))
         self.spawn("redis", ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
                              "--save", "", "--appendonly", "no", "--dir", str(self.work)],
                    dict(os.environ))
@@ -245,7 +253,10 @@ class Cluster:
         admin = free_port()
         self.admin_ports[name] = admin
         env = dict(self.shared_env, RAMEN_DATA_DIR=str(self.split_data / service),
-                   RAMEN_LISTEN__ADMIN=f"127.0.0.1:{admin}")
+                   RAMEN_LISTEN__ADMIN=f"127.0.0.1:{admin}",
+                   RAMEN_NATS_CREDS=str(self.nats_auth / f"{service}.creds"))
+        if service == "zone-manager":
+            env["RAMEN_NATS_SIGNING_KEY"] = str(self.nats_auth / "node-signing.nk")
         self.spawn(name, [str(self.ramen), "serve", service], env)
 
     def wait_ready(self, name: str) -> None:

@@ -1,6 +1,8 @@
 """Values the chart must refuse: each render fails, and Helm's error names the value to fix
 (and, where it helps, what was wrong with it)."""
 
+import pathlib
+
 from harness import Suite, expect
 
 PROD = ("values-prod.yaml",)
@@ -15,8 +17,32 @@ def ss(key: str, value: str) -> tuple[str, str]:
     return ("--set-string", f"{key}={value}")
 
 
+NATS_AUTH = str(pathlib.Path(__file__).resolve().parent / "values" / "nats-auth.yaml")
+
 # (case, values files, --set flags, the texts the error must contain)
 CASES = [
+    (
+        "NATS credentials beside an existing NATS Secret",
+        PROD,
+        [s("global.secrets.nats.signingKey", "SAAB")],
+        ["global.secrets.nats.credentials/signingKey", "existingSecret (ramen-nats-auth)"],
+    ),
+    (
+        "NATS credentials missing a service",
+        DEV + (NATS_AUTH,),
+        [s("global.secrets.nats.credentials.rebalancer", "")] + [
+            s(f"{name}.enabled", "false") for name in ("mongodb", "nats", "minio", "valkey")
+        ],
+        ["global.secrets.nats.credentials.rebalancer", "ramen nats-auth init"],
+    ),
+    (
+        "NATS node signing key that is no account seed",
+        DEV + (NATS_AUTH,),
+        [s("global.secrets.nats.signingKey", "not-a-seed")] + [
+            s(f"{name}.enabled", "false") for name in ("mongodb", "nats", "minio", "valkey")
+        ],
+        ["global.secrets.nats.signingKey", "node-signing.nk"],
+    ),
     ("values.yaml alone (no NATS URL)", (), (), ["global.config.nats.url is required"]),
     (
         "NATS URL with an http scheme",

@@ -32,12 +32,19 @@ def run(suite: Suite, ctx) -> None:
         "compose stop_grace_period exceeds each drain timeout + 30 s", compose_grace, compose
     )
     suite.check("compose RAMEN_* variables are ones the binary reads", compose_env, ctx, compose)
+    suite.check(
+        "compose NATS runs in operator mode and each service connects as its own user",
+        compose_nats_auth,
+        ctx,
+        compose,
+    )
 
 
 def _ramen_services(compose):
+    """The long-running ramen containers (one-shots such as `nats-auth-init` excluded)."""
     for name, service in compose["services"].items():
         dockerfile = (service.get("build") or {}).get("dockerfile")
-        if dockerfile:
+        if dockerfile and service.get("restart") != "no":
             yield name, service, dockerfile
 
 
@@ -118,3 +125,42 @@ def compose_env(ctx, compose) -> None:
                     rust_src.known_env(root, var, keys, aliases, direct),
                     f"compose {name}: {var} is no key of libs/config",
                 )
+
+
+def compose_nats_auth(ctx, compose) -> None:
+    """`nats-auth-init` runs `ramen nats-auth init` into the volume nats reads its configuration
+    from; every ramen service mounts it and names its own `.creds` (the zone-manager also the
+    node signing key); the worker config names no bus (a static node has no placement user)."""
+    init = compose["services"]["nats-auth-init"]
+    stages = parse(ctx.root / init["build"]["dockerfile"])[0]
+    entry = init.get("entrypoint") or entrypoint(stages)
+    args = cli_args(ctx, entry + init["command"], "compose nats-auth-init")
+    expect(args[:2] == ["nats-auth", "init"], f"nats-auth-init runs {args}")
+    out = args[args.index("--out") + 1]
+    volume, at = init["volumes"][0].split(":")[:2]
+    expect(out.startswith(at + "/"), f"--out {out} is not in the volume at {at}")
+    inside = out[len(at) + 1 :]
+    nats = compose["services"]["nats"]
+    mount = next((v.split(":")[1] for v in nats["volumes"] if v.startswith(volume + ":")), None)
+    expect(mount is not None, f"nats does not mount {volume}")
+    conf = nats["command"][nats["command"].index("-c") + 1]
+    expect(conf == f"{mount}/{inside}/server-auth.conf", f"nats reads {conf}")
+    for name, service, _ in _ramen_services(compose):
+        if name == "worker":
+            continue
+        env = service["environment"]
+        mounted = next(
+            (v.split(":")[1] for v in service.get("volumes", []) if v.startswith(volume + ":")),
+            None,
+        )
+        expect(mounted is not None, f"compose {name}: does not mount {volume}")
+        want = f"{mounted}/{inside}/{name}.creds"
+        expect(env.get("RAMEN_NATS_CREDS") == want, f"compose {name}: RAMEN_NATS_CREDS is {env.get('RAMEN_NATS_CREDS')}, not {want}")
+        if name == "zone-manager":
+            key = f"{mounted}/{inside}/node-signing.nk"
+            expect(env.get("RAMEN_NATS_SIGNING_KEY") == key, f"zone-manager: RAMEN_NATS_SIGNING_KEY {env.get('RAMEN_NATS_SIGNING_KEY')}")
+    worker = compose["services"]["worker"]
+    path = worker["command"][worker["command"].index("--config") + 1]
+    source = next(v.split(":")[0] for v in worker["volumes"] if v.split(":")[1] == path)
+    config = tomllib.loads((ctx.root / source).read_text())
+    expect("nats_url" not in config, "the static compose worker must not connect to the bus")

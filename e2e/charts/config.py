@@ -74,6 +74,7 @@ def run(suite: Suite, ctx) -> None:
     )
     suite.check("every global.config knob and secret value reaches the pods", full_config, ctx)
     suite.check("pods: every RAMEN_* variable is one the binary reads", env_names, ctx)
+    suite.check("NATS users: each service mounts its own credentials", nats_users, ctx)
 
 
 def _env_from(render) -> set[tuple[str, ...]]:
@@ -208,3 +209,51 @@ def env_names(ctx) -> None:
                         rust_src.known_env(root, var, keys, aliases, direct),
                         f"{name} Secret {secret['metadata']['name']}: {var} unknown",
                     )
+
+
+NATS_AUTH = pathlib.Path(__file__).resolve().parent / "values" / "nats-auth.yaml"
+NATS_DIR = "/etc/ramen/nats"
+
+
+def _nats_mounts(render, secret: str) -> None:
+    """Each service mounts only its own `.creds` from `secret` (the zone-manager also the node
+    signing key) and names it in RAMEN_NATS_CREDS."""
+    for deployment in render.kinds("Deployment"):
+        service = deployment["metadata"]["name"].removeprefix(f"{RELEASE}-")
+        pod = deployment["spec"]["template"]["spec"]
+        volume = next((v for v in pod["volumes"] if v["name"] == "nats-auth"), None)
+        expect(volume is not None, f"{service}: no nats-auth volume")
+        expect(volume["secret"]["secretName"] == secret, f"{service}: mounts {volume['secret']}")
+        keys = sorted(i["key"] for i in volume["secret"]["items"])
+        want = sorted([f"{service}.creds"] + (["node-signing.nk"] if service == "zone-manager" else []))
+        expect(keys == want, f"{service}: mounts {keys}, want only {want}")
+        mounts = [m for m in container(deployment)["volumeMounts"] if m["name"] == "nats-auth"]
+        expect(
+            mounts == [{"name": "nats-auth", "mountPath": NATS_DIR, "readOnly": True}],
+            f"{service}: {mounts}",
+        )
+        got = env_of(deployment)
+        expect(
+            got.get("RAMEN_NATS_CREDS") == f"{NATS_DIR}/{service}.creds",
+            f"{service}: RAMEN_NATS_CREDS={got.get('RAMEN_NATS_CREDS')}",
+        )
+        key = got.get("RAMEN_NATS_SIGNING_KEY")
+        want_key = f"{NATS_DIR}/node-signing.nk" if service == "zone-manager" else None
+        expect(key == want_key, f"{service}: RAMEN_NATS_SIGNING_KEY={key}")
+
+
+def nats_users(ctx) -> None:
+    """prod: from the existing Secret; dev + the generated values: <release>-nats-auth with one
+    key per service and the node signing key; values.yaml alone: nothing mounted."""
+    _nats_mounts(ctx.prod(), "ramen-nats-auth")
+    render = ctx.render("nats-auth", ("values-dev.yaml", NATS_AUTH), ctx.dev_sets)
+    _nats_mounts(render, f"{RELEASE}-nats-auth")
+    secret = render.get("Secret", f"{RELEASE}-nats-auth")
+    keys = sorted(secret["data"])
+    want = sorted([f"{s}.creds" for s in ctx.cli.services] + ["node-signing.nk"])
+    expect(keys == want, f"{RELEASE}-nats-auth keys {keys}, want {want}")
+    fixture = yaml.safe_load(NATS_AUTH.read_text())["global"]["secrets"]["nats"]
+    creds = base64.b64decode(secret["data"]["deployer.creds"]).decode()
+    expect(creds == fixture["credentials"]["deployer"], "deployer.creds is not the value given")
+    for deployment in ctx.ok("values.yaml").kinds("Deployment"):
+        expect("RAMEN_NATS_CREDS" not in env_of(deployment), "values.yaml alone mounts credentials")

@@ -1,10 +1,13 @@
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, context::PublishErrorKind};
-use async_nats::{Client, ConnectOptions, Event, HeaderMap};
+use async_nats::{Client, ConnectErrorKind, ConnectOptions, Event, HeaderMap, ServerError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::auth::{Credentials, inbox_prefix};
 use crate::error::{BusError, Result};
 use crate::headers;
 use crate::subject::{Schema, Subject};
@@ -43,6 +46,25 @@ pub struct PublishAck {
 pub struct Bus {
     client: Client,
     js: jetstream::Context,
+    denials: Arc<Denials>,
+}
+
+/// The server's last permission refusals on this connection. NATS drops a refused publish or
+/// subscription and says so only in an `-ERR` to the client; a JetStream call refused this
+/// way then times out. Kept (and logged) so the cause is visible.
+#[derive(Debug, Default)]
+struct Denials(Mutex<VecDeque<String>>);
+
+const DENIALS_KEPT: usize = 32;
+
+impl Denials {
+    fn record(&self, text: &str) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() == DENIALS_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(text.to_owned());
+    }
 }
 
 /// Backoff between reconnect attempts: 50 ms doubling to a 2 s ceiling, so a restarted
@@ -53,21 +75,78 @@ fn reconnect_delay(attempt: usize) -> Duration {
 }
 
 impl Bus {
-    /// Connects to `url` (e.g. `nats://127.0.0.1:4222`), naming the connection `name` in the
-    /// server's monitoring. Fails only on a malformed URL or when the first connection is
-    /// refused; later outages are retried forever in the background.
+    /// Connects to `url` (e.g. `nats://127.0.0.1:4222`) without credentials (or with a user
+    /// and password in the URL), naming the connection `name` in the server's monitoring.
+    /// Fails only on a malformed URL or when the first connection is refused; later outages
+    /// are retried forever in the background.
     pub async fn connect(url: &str, name: &str) -> Result<Bus> {
-        let client = ConnectOptions::new()
+        Bus::connect_as(url, name, None).await
+    }
+
+    /// [`Bus::connect`] as the NATS user of `credentials` (operator mode). The user's replies
+    /// arrive under its own inbox prefix, `_INBOX_<user name>`, the only inbox its
+    /// permissions let it read ([`crate::auth::Role`]); without credentials, a user named in
+    /// the URL (a static server configuration) gets its prefix the same way.
+    pub async fn connect_as(
+        url: &str,
+        name: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Bus> {
+        let denials = Arc::new(Denials::default());
+        let seen = denials.clone();
+        let mut options = ConnectOptions::new();
+        let user = match credentials {
+            Some(credentials) => {
+                options = options.credentials(&credentials.to_text()).map_err(|err| {
+                    BusError::Invalid { what: "NATS credentials", reason: err.to_string() }
+                })?;
+                credentials.name()
+            }
+            // A static server's user, from `nats://user:password@host` (async-nats does not
+            // read a URL's user info itself): the same prefix rule.
+            None => match url_userinfo(url) {
+                Some((user, password)) => {
+                    options = options.user_and_password(user.clone(), password);
+                    user
+                }
+                None => String::new(),
+            },
+        };
+        if !user.is_empty() && user.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            options = options.custom_inbox_prefix(inbox_prefix(&user));
+        }
+        let client = options
             .name(name)
             .max_reconnects(None)
             .reconnect_delay_callback(reconnect_delay)
             .connection_timeout(Duration::from_secs(3))
-            .event_callback(|event| async move { log_event(event) })
+            .event_callback(move |event| {
+                let seen = seen.clone();
+                async move { log_event(event, &seen) }
+            })
             .connect(url)
             .await
-            .map_err(|err| BusError::Unavailable { op: "connect", message: err.to_string() })?;
+            .map_err(|err| match err.kind() {
+                ConnectErrorKind::AuthorizationViolation => BusError::Rejected {
+                    op: "connect",
+                    message: format!(
+                        "{url} refused {} (authorization violation): check RAMEN_NATS_CREDS",
+                        credentials.map_or_else(
+                            || "a connection without credentials".to_owned(),
+                            |c| format!("the credentials of user `{}`", c.name())
+                        )
+                    ),
+                },
+                _ => BusError::Unavailable { op: "connect", message: err.to_string() },
+            })?;
         let js = jetstream::new(client.clone());
-        Ok(Bus { client, js })
+        Ok(Bus { client, js, denials })
+    }
+
+    /// The server's most recent permission refusals on this connection (newest last), e.g.
+    /// `permissions violation for publish to "$JS.API.STREAM.DELETE.RAMEN_JOBS"`.
+    pub fn permission_denials(&self) -> Vec<String> {
+        self.denials.0.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
     }
 
     /// Readiness probe: a round trip to the server (PING/PONG) within `deadline`.
@@ -129,6 +208,37 @@ impl Bus {
     }
 }
 
+/// The user and password in a URL's user info (`nats://deployer:secret@host:4222`), if any
+/// (percent-encoded characters decoded).
+fn url_userinfo(url: &str) -> Option<(String, String)> {
+    let first = url.split(',').next()?;
+    let rest = first.split_once("://").map_or(first, |(_, rest)| rest);
+    let authority = rest.split('/').next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    Some((percent_decode(user), percent_decode(password)))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub(crate) fn encode<T: Serialize>(schema: Schema, value: &T) -> Result<bytes::Bytes> {
     serde_json::to_vec(value)
         .map(bytes::Bytes::from)
@@ -156,10 +266,35 @@ pub(crate) fn decode<T: DeserializeOwned>(
         .map_err(|err| BusError::Decode { subject: subject.to_owned(), reason: err.to_string() })
 }
 
-fn log_event(event: Event) {
+fn log_event(event: Event, denials: &Denials) {
     match event {
         Event::Connected => tracing::info!("nats connected"),
         Event::Disconnected => tracing::warn!("nats disconnected; reconnecting"),
+        Event::ServerError(ServerError::Other(text))
+            if text.to_ascii_lowercase().contains("permissions violation") =>
+        {
+            denials.record(&text);
+            tracing::error!(
+                refusal = %text,
+                "NATS refused an operation this process's user is not allowed (a ramen \
+                 permission-table gap, or foreign code on this connection)"
+            );
+        }
         other => tracing::warn!(event = %other, "nats client event"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_userinfo;
+
+    #[test]
+    fn the_user_of_a_url() {
+        let pair = |u: &str, p: &str| Some((u.to_owned(), p.to_owned()));
+        assert_eq!(url_userinfo("nats://deployer:s3cret@n:4222"), pair("deployer", "s3cret"));
+        let cluster = "nats://auth:a%40b@n:4222,nats://auth:a%40b@m:4222";
+        assert_eq!(url_userinfo(cluster), pair("auth", "a@b"));
+        assert_eq!(url_userinfo("nats://n:4222"), None);
+        assert_eq!(url_userinfo("n:4222"), None);
     }
 }

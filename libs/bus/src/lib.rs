@@ -55,6 +55,7 @@
 //! from mistakes and poison (term / dead-letter).
 
 mod advisory;
+pub mod auth;
 mod client;
 mod consumer;
 mod core;
@@ -67,6 +68,8 @@ mod lease;
 mod streams;
 mod subject;
 mod supervisor;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
 pub use advisory::{DeadLetterMover, MAX_DELIVERIES_REASON};
 pub use async_nats::HeaderMap;
@@ -82,5 +85,5 @@ pub use lease::{Lease, LeaseError};
 pub use streams::{EventStreamSpec, WorkStreamSpec};
 pub use subject::{Schema, Subject, parse_schema_header};
 pub use supervisor::{
-    MIN_VERSION, NATS_SERVER_PACKAGE, NatsSupervisor, SupervisorConfig, parse_version,
+    MIN_VERSION, NATS_SERVER_PACKAGE, NatsSupervisor, ServerAuth, SupervisorConfig, parse_version,
 };

@@ -10,6 +10,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("secrets_previous_key", "auth.secrets_previous_key"),
     ("bootstrap_admin_email", "auth.bootstrap_admin_email"),
     ("nats_url", "nats.url"),
+    ("nats_creds", "nats.credentials"),
+    ("nats_signing_key", "nats.signing_key"),
     ("nats_stream", "nats.stream"),
     ("nats_kv_bucket", "nats.kv_bucket"),
     ("nats_dlq_stream", "nats.dlq_stream"),

@@ -159,6 +159,11 @@ pub struct Endpoints {
 pub struct NatsConfig {
     /// External JetStream server. Unset in local mode = ramen starts its own `nats-server`.
     pub url: String,
+    /// This process's NATS user: a `.creds` file path, or the file's content.
+    pub credentials: Secret,
+    /// The node signing key (an nkey seed `SA…`, or a file holding it) the zone-manager mints
+    /// node users with.
+    pub signing_key: Secret,
     /// `nats-server` binary for the supervised child; empty = `PATH`, then the data dir's venv.
     pub binary: String,
     pub stream: String,
@@ -178,10 +183,39 @@ pub struct NatsConfig {
     pub max_payload: i32,
 }
 
+impl NatsConfig {
+    /// Whether connecting authenticates: a NATS user's credentials, or a user and password
+    /// in the URL (`nats://user:pass@host:4222`).
+    pub fn has_credentials(&self) -> bool {
+        !self.credentials.is_empty() || self.url.split(',').any(|url| userinfo_end(url).is_some())
+    }
+
+    /// The URL without a user and password, for processes that must not see them (nodes).
+    pub fn url_without_userinfo(&self) -> String {
+        let strip = |url: &str| match userinfo_end(url) {
+            Some(at) => {
+                let scheme = url.find("://").map_or(0, |i| i + 3);
+                format!("{}{}", &url[..scheme], &url[at + 1..])
+            }
+            None => url.to_owned(),
+        };
+        self.url.split(',').map(strip).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// The position of the `@` ending a URL's user info, if it has one.
+fn userinfo_end(url: &str) -> Option<usize> {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let end = url[start..].find('/').map_or(url.len(), |i| start + i);
+    url[start..end].rfind('@').map(|at| start + at)
+}
+
 impl Default for NatsConfig {
     fn default() -> Self {
         Self {
             url: String::new(),
+            credentials: Secret::default(),
+            signing_key: Secret::default(),
             binary: String::new(),
             stream: "RAMEN_JOBS".into(),
             kv_bucket: "ramen-job-locks".into(),

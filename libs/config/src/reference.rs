@@ -243,6 +243,10 @@ const ABOUT: &[(&str, &str)] = &[
         "nats.binary",
         "`nats-server` for `ramen up`'s supervised child; empty = `PATH`, then a copy installed into the data dir",
     ),
+    (
+        "nats.credentials",
+        "This process's NATS user: a `.creds` file path or its content (`ramen nats-auth init` writes one per service); required in cloud mode unless `nats.url` carries a user and password; `ramen up` generates its own",
+    ),
     ("nats.dlq_max_age", "How long dead-lettered deploy work is kept"),
     ("nats.dlq_stream", "The dead-letter stream of deploy work"),
     ("nats.events_stream", "The stream of domain events (deploys, keys, groups, zones)"),
@@ -254,6 +258,10 @@ const ABOUT: &[(&str, &str)] = &[
     ("nats.max_age", "How long undelivered deploy work is kept"),
     ("nats.max_deliver", "Deliveries of a deploy job before it is dead-lettered"),
     ("nats.max_payload", "Largest message the streams accept, in bytes"),
+    (
+        "nats.signing_key",
+        "The account's node signing key (nkey seed `SA…`, or the path of `node-signing.nk` from `ramen nats-auth init`): the zone-manager mints each placement's load-report user with it; required for the zone-manager in cloud mode with `nats.credentials`",
+    ),
     ("nats.stream", "The work stream of deploy jobs"),
     (
         "nats.url",

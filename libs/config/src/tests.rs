@@ -72,6 +72,8 @@ fn cloud_mode_names_every_missing_variable() {
         jail.set_env("RAMEN_JWT_SECRET", "too-short");
         jail.set_env("RAMEN_SECRETS_KEY", "c2l4dGVlbiBieXRlcyEhIQ=="); // 16 bytes
         jail.set_env("RAMEN_NATS_URL", "nats://n:4222");
+        // Since #27 a complete cloud config also names the service's NATS user.
+        jail.set_env("RAMEN_NATS_CREDS", "/etc/ramen/nats/auth.creds");
         let err = load(jail).unwrap_err().to_string();
         assert!(err.contains("RAMEN_JWT_SECRET is 9 bytes"), "{err}");
         assert!(err.contains("RAMEN_SECRETS_KEY decodes to 16 bytes"), "{err}");
@@ -84,6 +86,37 @@ fn cloud_mode_names_every_missing_variable() {
             config.require_cloud(&[Requirement::Mongo, Requirement::S3]).unwrap_err().to_string();
         assert!(err.contains("RAMEN_MONGO_URI") && err.contains("RAMEN_S3_BUCKET"), "{err}");
         assert_eq!(decode_secrets_key(&config.auth.secrets_key).unwrap().len(), 32);
+        Ok(())
+    });
+}
+
+#[test]
+fn cloud_mode_refuses_a_bus_without_credentials() {
+    Jail::expect_with(|jail| {
+        jail.set_env("RAMEN_MODE", "cloud");
+        jail.set_env("RAMEN_JWT_SECRET", "0123456789abcdef0123456789abcdef");
+        jail.set_env("RAMEN_SECRETS_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=");
+        jail.set_env("RAMEN_NATS_URL", "nats://n:4222");
+        let err = load(jail).unwrap_err().to_string();
+        assert!(err.contains("RAMEN_NATS_CREDS"), "{err}");
+
+        // A user and password in the URL is an operator's static configuration: accepted.
+        jail.set_env("RAMEN_NATS_URL", "nats://ramen:s3cret@n:4222");
+        let config = load(jail).expect("user and password in the URL");
+        assert_eq!(config.nats.url_without_userinfo(), "nats://n:4222");
+        assert!(config.require_cloud(&[Requirement::NatsSigningKey]).is_ok());
+
+        // Operator mode: the zone-manager also needs the node signing key.
+        jail.set_env("RAMEN_NATS_URL", "nats://n:4222,nats://m:4222");
+        jail.set_env("RAMEN_NATS_CREDS", "/etc/ramen/nats/zone-manager.creds");
+        let config = load(jail).expect("credentials given");
+        assert_eq!(config.nats.url_without_userinfo(), "nats://n:4222,nats://m:4222");
+        let err = config.require_cloud(&[Requirement::NatsSigningKey]).unwrap_err().to_string();
+        assert!(err.contains("RAMEN_NATS_SIGNING_KEY"), "{err}");
+        jail.set_env("RAMEN_NATS_SIGNING_KEY", "SAAB");
+        let config = load(jail).unwrap();
+        assert!(config.require_cloud(&[Requirement::NatsSigningKey]).is_ok());
+        assert!(!format!("{config:?}").contains("zone-manager.creds"), "credentials are redacted");
         Ok(())
     });
 }

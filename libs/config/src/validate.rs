@@ -16,6 +16,8 @@ use crate::{Config, ConfigError, Mode, Secret};
 pub enum Requirement {
     Mongo,
     S3,
+    /// The node signing key (the zone-manager mints node users with it).
+    NatsSigningKey,
 }
 
 pub const MIN_JWT_SECRET_BYTES: usize = 32;
@@ -118,6 +120,14 @@ impl Config {
         if cloud && self.nats.url.is_empty() {
             problems.push("RAMEN_NATS_URL (the JetStream server, nats://host:4222)".to_owned());
         }
+        if cloud && !self.nats.url.is_empty() && !self.nats.has_credentials() {
+            problems.push(
+                "RAMEN_NATS_CREDS (this service's NATS user: a .creds file or its content, \
+                 one per service from `ramen nats-auth init`; or a user and password in \
+                 the NATS URL)"
+                    .to_owned(),
+            );
+        }
         if let Err(ConfigError::MissingForCloud(more)) = self.require_cloud(needs) {
             problems.extend(more);
         }
@@ -137,6 +147,17 @@ impl Config {
                 }
                 Requirement::S3 if self.s3.bucket.is_empty() => {
                     problems.push("RAMEN_S3_BUCKET (the bucket for group snapshots)".to_owned())
+                }
+                // With a static user/password server there is nothing to sign node users with.
+                Requirement::NatsSigningKey
+                    if !self.nats.credentials.is_empty() && self.nats.signing_key.is_empty() =>
+                {
+                    problems.push(
+                        "RAMEN_NATS_SIGNING_KEY (the node signing key, node-signing.nk from \
+                         `ramen nats-auth init`: each placement's nodes get a NATS user that \
+                         may publish only their load reports)"
+                            .to_owned(),
+                    )
                 }
                 _ => {}
             }

@@ -56,6 +56,9 @@ pub struct NodeConfig {
     pub ready_timeout: Duration,
     /// JetStream/NATS server for load reports; empty = no reports (e.g. a bare test node).
     pub nats_url: String,
+    /// The node's NATS user (`.creds` text): it may publish this placement's load reports
+    /// and nothing else. Empty = connect without credentials (a server without auth).
+    pub nats_credentials: NodeCredentials,
     #[serde(with = "humantime_serde")]
     pub load_report_interval: Duration,
     pub drain_mode: DrainMode,
@@ -121,6 +124,7 @@ impl Default for NodeConfig {
             session_idle: Duration::from_secs(30 * 60),
             ready_timeout: Duration::from_secs(120),
             nats_url: String::new(),
+            nats_credentials: NodeCredentials::default(),
             load_report_interval: Duration::from_secs(2),
             drain_mode: DrainMode::Complete,
             drain_timeout: Duration::from_secs(30),
@@ -131,6 +135,28 @@ impl Default for NodeConfig {
             env: BTreeMap::new(),
             sandbox: SandboxConfig::default(),
         }
+    }
+}
+
+/// A node's NATS credentials: written into its config file as they are, never shown by
+/// `Debug` (the seed in them is the node's identity on the bus).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeCredentials(pub String);
+
+impl NodeCredentials {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for NodeCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() {
+            "NodeCredentials(<none>)"
+        } else {
+            "NodeCredentials(<redacted>)"
+        })
     }
 }
 
@@ -321,6 +347,17 @@ mod tests {
             .with_pod_overrides(|n| (n == BIND_HOST_VAR).then(|| "pod-ip".to_owned()))
             .unwrap_err();
         assert!(bad.contains("RAMEN_NODE_BIND_HOST") && bad.contains("pod-ip"), "{bad}");
+    }
+
+    #[test]
+    fn nats_credentials_round_trip_and_never_print() {
+        let creds = "-----BEGIN NATS USER JWT-----\neyJ0\n------END NATS USER JWT------\n";
+        let config =
+            NodeConfig { nats_credentials: NodeCredentials(creds.into()), ..Default::default() };
+        assert!(!format!("{config:?}").contains("eyJ0"), "Debug shows the credentials");
+        let text = toml::to_string_pretty(&config).unwrap();
+        let back: NodeConfig = toml::from_str(&text).unwrap();
+        assert_eq!(back.nats_credentials.0, creds);
     }
 
     #[test]

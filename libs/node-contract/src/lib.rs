@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 
 pub use config::{
     BIND_HOST_VAR, BlobConfig, EnvironmentRef, NODE_ID_VAR, NodeConfig, NodeConfigError,
-    POLICY_FILE_VAR, SandboxConfig, SnapshotRef, WORKDIR_VAR, read_policy,
+    NodeCredentials, POLICY_FILE_VAR, SandboxConfig, SnapshotRef, WORKDIR_VAR, read_policy,
 };
 pub use policy::{PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;

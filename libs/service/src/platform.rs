@@ -22,6 +22,8 @@ pub enum PlatformError {
     State(#[from] ramen_state::StateError),
     #[error("NATS at {url}: {source}")]
     Bus { url: String, source: ramen_bus::BusError },
+    #[error("RAMEN_NATS_CREDS: {0}")]
+    BusCredentials(#[from] ramen_bus::auth::AuthError),
     #[error("{0}")]
     Listen(#[from] std::io::Error),
 }
@@ -62,7 +64,8 @@ impl Platform {
         let store = ramen_store::open(&store_config).await?;
         let blob = ramen_blob::open(&config).await?;
         let state = ramen_state::open(&config.redis).await?;
-        let bus = Bus::connect(nats_url, "ramen")
+        let credentials = bus_credentials(&config)?;
+        let bus = Bus::connect_as(nats_url, "ramen", credentials.as_ref())
             .await
             .map_err(|source| PlatformError::Bus { url: nats_url.to_owned(), source })?;
         let health = Health::default();
@@ -101,6 +104,27 @@ impl Platform {
     ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), PlatformError> {
         let router = admin_router(self.health.clone(), self.metrics.clone());
         Ok(serve_http(self.config.listen.admin, router, self.shutdown.token()).await?)
+    }
+}
+
+/// This process's NATS user (`nats.credentials`), when it has one.
+pub fn bus_credentials(
+    config: &Config,
+) -> Result<Option<ramen_bus::auth::Credentials>, ramen_bus::auth::AuthError> {
+    let value = config.nats.credentials.expose();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    ramen_bus::auth::Credentials::load(value).map(Some)
+}
+
+/// The stream and bucket names the bus permission tables are written for.
+pub fn bus_names(nats: &ramen_config::NatsConfig) -> ramen_bus::auth::BusNames {
+    ramen_bus::auth::BusNames {
+        jobs_stream: nats.stream.clone(),
+        dlq_stream: nats.dlq_stream.clone(),
+        events_stream: nats.events_stream.clone(),
+        job_locks_bucket: nats.kv_bucket.clone(),
     }
 }
 

@@ -6,7 +6,9 @@ use tempfile::TempDir;
 use crate::ports::{PortLease, lease_port};
 use crate::process::{ServerProcess, find_binary, http_status, retry_on_taken_port};
 
-/// `nats-server -js` with its JetStream store in a temp dir.
+/// `nats-server -js` with its JetStream store in a temp dir: open to anyone
+/// ([`Nats::start`]), or with a configuration file of the caller's, e.g. operator mode
+/// ([`Nats::start_with_config`]; `ramen_bus::auth` writes one).
 pub struct Nats {
     pub port: u16,
     pub monitor_port: u16,
@@ -18,15 +20,27 @@ pub struct Nats {
 
 impl Nats {
     pub async fn start() -> anyhow::Result<Self> {
-        retry_on_taken_port(Self::start_once).await
+        retry_on_taken_port(|| Self::start_once(None)).await
     }
 
-    async fn start_once() -> anyhow::Result<Self> {
+    /// Starts the server with `config` as its configuration file (the command line still sets
+    /// the port, JetStream and its store, and wins over the file).
+    pub async fn start_with_config(config: &str) -> anyhow::Result<Self> {
+        retry_on_taken_port(|| Self::start_once(Some(config))).await
+    }
+
+    async fn start_once(config: Option<&str>) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let leases = [lease_port(), lease_port()];
         let (port, monitor_port) = (leases[0].port(), leases[1].port());
         let store = dir.path().join("js");
-        let args = vec![
+        let mut args: Vec<String> = Vec::new();
+        if let Some(config) = config {
+            let path = dir.path().join("nats.conf");
+            std::fs::write(&path, config)?;
+            args.extend(["-c".into(), path.display().to_string()]);
+        }
+        args.extend([
             "-js".into(),
             "-a".into(),
             "127.0.0.1".into(),
@@ -36,7 +50,7 @@ impl Nats {
             monitor_port.to_string(),
             "-sd".into(),
             store.display().to_string(),
-        ];
+        ]);
         let server =
             ServerProcess::spawn("nats-server", find_binary("nats-server")?, args, dir.path())?;
         let mut nats = Self { port, monitor_port, server, _leases: leases, _dir: dir };

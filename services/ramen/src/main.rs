@@ -4,6 +4,7 @@
 mod admin;
 mod client;
 mod migrate;
+mod nats_auth;
 mod up;
 
 use std::path::PathBuf;
@@ -50,6 +51,12 @@ enum Command {
         #[command(subcommand)]
         command: migrate::MigrateCommand,
     },
+    /// NATS authentication for split and cloud deployments (`ramen nats-auth init --out DIR`):
+    /// the server's operator configuration and one user per service.
+    NatsAuth {
+        #[command(subcommand)]
+        command: nats_auth::NatsAuthCommand,
+    },
     #[command(flatten)]
     Client(client::ClientCommand),
 }
@@ -73,6 +80,7 @@ fn main() -> ExitCode {
         Command::Serve { service } => serve(service),
         Command::Admin { command } => admin::main(command),
         Command::Migrate { command } => migrate::main(command),
+        Command::NatsAuth { command } => nats_auth::main(command),
         Command::Client(command) => client_main(command, cli.common),
     }
 }
@@ -95,13 +103,13 @@ fn client_main(command: client::ClientCommand, common: client::Common) -> ExitCo
 }
 
 fn serve(service: Service) -> ExitCode {
-    use Requirement::{Mongo, S3};
+    use Requirement::{Mongo, NatsSigningKey, S3};
     match service {
         Service::ApiGateway => ramen_service::main("api-gateway", &[], ramen_api_gateway::start),
         Service::Auth => ramen_service::main("auth", &[Mongo], ramen_auth::start),
         Service::Deployer => ramen_service::main("deployer", &[Mongo, S3], ramen_deployer::start),
         Service::ZoneManager => {
-            ramen_service::main("zone-manager", &[Mongo], ramen_zone_manager::start)
+            ramen_service::main("zone-manager", &[Mongo, NatsSigningKey], ramen_zone_manager::start)
         }
         Service::Rebalancer => ramen_service::main("rebalancer", &[Mongo], ramen_rebalancer::start),
     }

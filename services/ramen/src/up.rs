@@ -1,10 +1,14 @@
 //! `ramen up`: every service in one process on the embedded adapters, with a supervised
-//! `nats-server` child as the bus.
+//! `nats-server` child as the bus. The child runs in NATS operator mode with keys generated
+//! into `<data_dir>/keys/nats` on first start: the process connects as the `control-plane`
+//! user (every service's permissions: they share one connection and one address space), the
+//! zone-manager mints each placement's node user, and nothing connects without credentials.
 
 use std::process::ExitCode;
 
-use ramen_bus::{NatsSupervisor, SupervisorConfig};
-use ramen_config::{Config, EXIT_CONFIG};
+use ramen_bus::auth::{Role, SERVER_CONFIG_FILE};
+use ramen_bus::{NatsSupervisor, ServerAuth, SupervisorConfig};
+use ramen_config::{Config, EXIT_CONFIG, Secret};
 use ramen_lifecycle::{Shutdown, listen_for_signals};
 use ramen_service::{Platform, Running};
 
@@ -44,15 +48,17 @@ pub fn main() -> ExitCode {
     })
 }
 
-async fn run(config: Config) -> anyhow::Result<()> {
+async fn run(mut config: Config) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     listen_for_signals(shutdown.clone())?;
     let nats = if config.nats.url.is_empty() {
+        let auth = own_bus_auth(&mut config)?;
         let binary = Some(config.nats.binary.clone()).filter(|b| !b.is_empty()).map(Into::into);
         let supervisor = NatsSupervisor::start(SupervisorConfig {
             data_dir: config.data_dir.clone(),
             binary,
             port: None,
+            auth: Some(auth),
         })
         .await?;
         Some(supervisor)
@@ -91,6 +97,18 @@ async fn run(config: Config) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The supervised server's operator mode: the key set in `<data_dir>/keys/nats` (generated on
+/// first start, then kept), the control plane's credentials and the node signing key.
+fn own_bus_auth(config: &mut Config) -> anyhow::Result<ServerAuth> {
+    let dir = config.data_dir.join("keys").join("nats");
+    let names = ramen_service::bus_names(&config.nats);
+    let keys = ramen_bus::auth::write_bundle(&dir, &names)?;
+    let credentials = keys.credentials(Role::ControlPlane, &names)?;
+    config.nats.credentials = Secret::new(credentials.to_text());
+    config.nats.signing_key = Secret::new(keys.node_signing_seed()?);
+    Ok(ServerAuth { config_file: dir.join(SERVER_CONFIG_FILE), account: keys.account() })
 }
 
 /// Shows the first-boot admin credentials once, on the terminal that ran `ramen up` (auth also

@@ -103,6 +103,29 @@ fn invalid_config_names_the_key() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("nats.max_deliver"));
 }
 
+/// `ramen up`'s nats-server runs in operator mode: a connection without credentials (what a
+/// group's code would try) is refused; the control plane's own credentials, generated into
+/// the data dir with private modes, are admitted.
+async fn its_bus_admits_only_credentials(data: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let ports = std::fs::read_dir(data.join("nats/ports")).unwrap().next().unwrap().unwrap();
+    let ports: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ports.path()).unwrap()).unwrap();
+    let url = ports["nats"][0].as_str().unwrap().to_owned();
+    let refused = ramen_bus::Bus::connect(&url, "group-code").await.unwrap_err();
+    assert!(refused.to_string().contains("authorization violation"), "{refused}");
+    let keys = data.join("keys/nats");
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&keys), 0o700);
+    for file in ["operator.nk", "account.nk", "node-signing.nk", "control-plane.creds"] {
+        assert_eq!(mode(&keys.join(file)), 0o600, "{file}");
+    }
+    let creds = std::fs::read_to_string(keys.join("control-plane.creds")).unwrap();
+    let creds = ramen_bus::auth::Credentials::parse(&creds).unwrap();
+    let bus = ramen_bus::Bus::connect_as(&url, "test", Some(&creds)).await.unwrap();
+    bus.ping(Duration::from_secs(5)).await.unwrap();
+}
+
 #[tokio::test]
 async fn up_serves_health_and_stops_cleanly_with_its_nats_child() {
     let dir = tempfile::tempdir().unwrap();
@@ -153,6 +176,7 @@ async fn up_serves_health_and_stops_cleanly_with_its_nats_child() {
         !processes_mentioning(&dir.path().join("nats")).is_empty(),
         "ramen up runs its own nats-server"
     );
+    its_bus_admits_only_credentials(dir.path()).await;
 
     terminate(&child);
     assert_eq!(exit_code(child).await, 0, "SIGTERM drains and exits 0");
@@ -306,4 +330,72 @@ async fn migrate_to_cloud_moves_a_stopped_ramen_up_and_is_idempotent() {
     let everyone = ramen_store::Filter::default();
     let users = ramen_store::DocumentStore::count(&target, "auth_users", &everyone).await;
     assert_eq!(users.unwrap(), 1);
+}
+
+/// `ramen nats-auth init` writes a server configuration and credentials that a real
+/// nats-server accepts, and `ramen nats-auth permissions` the same permissions as static users
+/// for a server configured with passwords: each service works under either, and nothing
+/// connects without a user.
+#[tokio::test]
+async fn nats_auth_configures_a_real_server_both_ways() {
+    use ramen_bus::{Bus, EventStreamSpec, KvSpec};
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("nats-auth");
+    let init = clean(&mut Command::new(RAMEN))
+        .args(["nats-auth", "init", "--out"])
+        .arg(&out)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let mode = |name: &str| std::fs::metadata(out.join(name)).unwrap().permissions().mode() & 0o777;
+    for service in ["auth", "deployer", "zone-manager", "rebalancer", "api-gateway"] {
+        assert_eq!(mode(&format!("{service}.creds")), 0o600, "{service}");
+    }
+    assert_eq!(mode("node-signing.nk"), 0o600);
+
+    let events = EventStreamSpec {
+        name: "RAMEN_EVENTS".into(),
+        subjects: vec!["ramen.events.v1.>".into()],
+        ..EventStreamSpec::default()
+    };
+    let config = std::fs::read_to_string(out.join("server-auth.conf")).unwrap();
+    let operator = Nats::start_with_config(&config).await.unwrap();
+    assert!(Bus::connect(&operator.url(), "anonymous").await.is_err());
+    let creds = std::fs::read_to_string(out.join("deployer.creds")).unwrap();
+    let creds = ramen_bus::auth::Credentials::parse(&creds).unwrap();
+    let deployer = Bus::connect_as(&operator.url(), "deployer", Some(&creds)).await.unwrap();
+    deployer.ensure_event_stream(&events).await.unwrap();
+    deployer.kv(&KvSpec { bucket: "ramen-job-locks".into(), ..KvSpec::default() }).await.unwrap();
+
+    let printed = clean(&mut Command::new(RAMEN))
+        .args(["nats-auth", "permissions"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(printed.status.success(), "{}", String::from_utf8_lossy(&printed.stderr));
+    let mut users = String::from_utf8(printed.stdout).unwrap();
+    for user in ["AUTH", "DEPLOYER", "ZONE_MANAGER", "REBALANCER", "API_GATEWAY", "NODES"] {
+        users = users.replace(&format!("$RAMEN_NATS_PASSWORD_{user}"), "\"pw\"");
+    }
+    let static_server = Nats::start_with_config(&users).await.unwrap();
+    assert!(Bus::connect(&static_server.url(), "anonymous").await.is_err());
+    let url = static_server.url().replace("nats://", "nats://deployer:pw@");
+    let deployer = Bus::connect(&url, "ramen").await.unwrap();
+    deployer.ensure_event_stream(&events).await.unwrap();
+    deployer.kv(&KvSpec { bucket: "ramen-job-locks".into(), ..KvSpec::default() }).await.unwrap();
+    assert!(deployer.permission_denials().is_empty(), "{:?}", deployer.permission_denials());
+    deployer.client().publish("ramen.events.v1.zone.deleted", "{}".into()).await.unwrap();
+    deployer.client().flush().await.unwrap();
+    eventually(
+        "the zone-manager's event is refused to the deployer",
+        Duration::from_secs(5),
+        || {
+            let denials = deployer.permission_denials();
+            async move { if denials.is_empty() { Err("no refusal yet") } else { Ok(()) } }
+        },
+    )
+    .await;
 }

@@ -7,8 +7,10 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use ramen_bus::{Bus, PublishOptions};
+use ramen_bus::auth::node_load_subject;
+use ramen_bus::{Bus, PublishOptions, Schema, Subject};
 use ramen_proto::common::v1::Track;
+use ramen_proto::event::Event;
 use ramen_proto::events::v1::{EventMeta, NodeLoadReport};
 use rand::Rng;
 
@@ -63,7 +65,6 @@ fn report(node: usize, per_cell: usize, rng: &mut impl Rng) -> NodeLoadReport {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let bus = Bus::connect(&args.nats, "simulated-nodes").await?;
-    let subject = ramen_service::subject::<NodeLoadReport>();
     let batches_per_interval =
         (args.interval.as_millis() / BATCH_EVERY.as_millis()).max(1) as usize;
     let mut rng = rand::thread_rng();
@@ -75,12 +76,12 @@ async fn main() -> anyhow::Result<()> {
         // Nodes due in this batch: an even share of the interval's round.
         let end = args.nodes * (batch % batches_per_interval + 1) / batches_per_interval;
         while next_node < end {
-            bus.publish_core(
-                &subject,
-                &report(next_node, args.per_cell, &mut rng),
-                PublishOptions::default(),
-            )
-            .await?;
+            let report = report(next_node, args.per_cell, &mut rng);
+            let subject = Subject::<NodeLoadReport>::new(
+                node_load_subject(&report.group, &report.zone),
+                Schema::new(NodeLoadReport::NAME, 1),
+            );
+            bus.publish_core(&subject, &report, PublishOptions::default()).await?;
             next_node += 1;
             published += 1;
         }

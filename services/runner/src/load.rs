@@ -1,10 +1,12 @@
 //! Load reports: every interval the node publishes its in-flight count, cap and readiness on
-//! `ramen.load.v1.node` (core NATS: frequent, small, nothing to persist). The rebalancer turns
-//! them into load cells; `/status` shows the same numbers.
+//! `ramen.load.v1.node.<group>.<zone>` (core NATS: frequent, small, nothing to persist), as
+//! the NATS user the zone-manager minted for its placement, which may publish there and
+//! nowhere else. The rebalancer turns them into load cells; `/status` shows the same numbers.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use ramen_bus::auth::{Credentials, node_load_subject, parse_node_load_subject};
 use ramen_bus::{Bus, PublishOptions, Schema, Subject};
 use ramen_proto::common::v1::Track;
 use ramen_proto::event::Event;
@@ -13,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::node::Node;
 
-pub fn subject() -> Subject<NodeLoadReport> {
-    Subject::new(NodeLoadReport::SUBJECT, Schema::new(NodeLoadReport::NAME, 1))
+/// The subject this node reports on.
+pub fn subject(node: &Node) -> Subject<NodeLoadReport> {
+    let name = node_load_subject(&node.identity.group, &node.identity.zone);
+    Subject::new(name, Schema::new(NodeLoadReport::NAME, 1))
 }
 
 pub fn report(node: &Node) -> NodeLoadReport {
@@ -44,10 +48,34 @@ pub fn report(node: &Node) -> NodeLoadReport {
 
 /// Publishes a report every `interval` until cancelled. A bus outage skips reports (the
 /// rebalancer then sees the node as `down` after a few intervals, which is the truth).
-pub async fn run(node: Arc<Node>, url: String, interval: Duration, token: CancellationToken) {
+/// `credentials`: the node's `.creds` text (empty: connect without).
+pub async fn run(
+    node: Arc<Node>,
+    url: String,
+    credentials: String,
+    interval: Duration,
+    token: CancellationToken,
+) {
     let name = format!("runner-{}", node.identity.node_id);
+    let subject = subject(&node);
+    if parse_node_load_subject(subject.name()).is_none() {
+        tracing::warn!(group = %node.identity.group, zone = %node.identity.zone,
+            "no load reports: a node outside a placement (group and zone must be set) has no subject to report on");
+        return;
+    }
+    let credentials = match Some(credentials)
+        .filter(|c| !c.is_empty())
+        .map(|c| Credentials::parse(&c))
+    {
+        None => None,
+        Some(Ok(credentials)) => Some(credentials),
+        Some(Err(err)) => {
+            tracing::error!(%err, "no load reports: the node config's nats_credentials are unusable");
+            return;
+        }
+    };
     let bus = loop {
-        match Bus::connect(&url, &name).await {
+        match Bus::connect_as(&url, &name, credentials.as_ref()).await {
             Ok(bus) => break bus,
             Err(err) => {
                 tracing::warn!(%err, "load reports: cannot reach NATS yet");
@@ -58,7 +86,6 @@ pub async fn run(node: Arc<Node>, url: String, interval: Duration, token: Cancel
             }
         }
     };
-    let subject = subject();
     let mut tick = tokio::time::interval(interval);
     loop {
         tokio::select! {

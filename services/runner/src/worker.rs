@@ -231,8 +231,10 @@ impl Worker {
         if !self.config.nats_url.is_empty() {
             let (node, url, interval) =
                 (self.node.clone(), self.config.nats_url.clone(), self.config.load_report_interval);
-            self.tasks
-                .spawn("load-reports", move |token| crate::load::run(node, url, interval, token));
+            let credentials = self.config.nats_credentials.0.clone();
+            self.tasks.spawn("load-reports", move |token| {
+                crate::load::run(node, url, credentials, interval, token)
+            });
         }
     }
 

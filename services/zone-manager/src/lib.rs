@@ -24,6 +24,7 @@ use crate::model::ProviderKind;
 use crate::provider::Providers;
 use crate::provider::kubernetes::{KubeSettings, KubernetesProvider};
 use crate::provider::local::{LocalProvider, LocalSettings, NodeAdmin};
+use crate::provider::node_bus::NodeBus;
 use ramen_clients::{AuthClient, GrpcAuth};
 
 #[derive(Debug, thiserror::Error)]
@@ -115,8 +116,13 @@ pub async fn start_with_clouds(
     let (worker_events, worker_reports) = tokio::sync::mpsc::unbounded_channel();
     let nodes = NodeAdmin(Arc::new(ramen_clients::GrpcNode::new(platform.tickets.clone())));
     let nats_url = nats_url(&platform);
-    let kube = Arc::new(KubeSettings::from_config(config, nats_url.clone(), nodes.clone()));
-    let local = LocalSettings::from_config(config, nats_url, nodes)?;
+    let node_bus = NodeBus::from_config(config)
+        .map_err(|reason| StartError::Config { key: "nats.signing_key", reason })?;
+    let mut kube = KubeSettings::from_config(config, nats_url.clone(), nodes.clone());
+    kube.node_bus = node_bus.clone();
+    let kube = Arc::new(kube);
+    let mut local = LocalSettings::from_config(config, nats_url, nodes)?;
+    local.node_bus = node_bus;
     let local = LocalProvider::new(local, platform.tasks.clone(), worker_events);
     let mut providers = Providers::default().with(Arc::new(local));
     // A cloud is offered when a cluster is configured for it.
@@ -172,11 +178,12 @@ fn settings(config: &Config) -> Result<Settings, StartError> {
     })
 }
 
-/// Where local workers send load reports: the configured NATS, or the server this process is
-/// connected to (`ramen up`'s own child).
+/// Where local workers send load reports: the configured NATS (without this process's user
+/// and password, if the URL has them), or the server this process is connected to
+/// (`ramen up`'s own child).
 fn nats_url(platform: &Platform) -> String {
     if !platform.config.nats.url.is_empty() {
-        return platform.config.nats.url.clone();
+        return platform.config.nats.url_without_userinfo();
     }
     let info = platform.bus.client().server_info();
     let host = match info.host.as_str() {

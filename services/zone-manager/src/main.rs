@@ -5,7 +5,7 @@
 fn main() -> std::process::ExitCode {
     ramen_service::main(
         "zone-manager",
-        &[ramen_config::Requirement::Mongo],
+        &[ramen_config::Requirement::Mongo, ramen_config::Requirement::NatsSigningKey],
         ramen_zone_manager::start,
     )
 }

@@ -22,6 +22,8 @@ pub(crate) struct Launch {
     /// choosing and binding. Restarts then use the port it picked.
     pub port: Option<u16>,
     pub store_dir: PathBuf,
+    /// A configuration file (operator mode); the command line's settings win over it.
+    pub config_file: Option<PathBuf>,
 }
 
 /// A running child and the tasks copying its stdout/stderr; they end at EOF, i.e. when
@@ -34,7 +36,11 @@ pub(crate) struct Running {
 impl Launch {
     pub fn spawn(&self) -> Result<Running> {
         let port = self.port.map_or_else(|| "-1".to_owned(), |p| p.to_string());
-        let mut child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(file) = &self.config_file {
+            command.arg("-c").arg(file);
+        }
+        let mut child = command
             .arg("-js")
             .args(["-a", "127.0.0.1", "-p", &port])
             .arg("-sd")

@@ -2,6 +2,7 @@
 
 mod binary;
 mod child;
+mod store;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +25,18 @@ pub struct SupervisorConfig {
     pub binary: Option<PathBuf>,
     /// Client port on 127.0.0.1; when `None`, the server picks a free one itself.
     pub port: Option<u16>,
+    /// Operator mode (`ramen up`): every client needs credentials. `None` runs the server
+    /// open to anyone on loopback, as before.
+    pub auth: Option<ServerAuth>,
+}
+
+/// What the server needs for operator mode ([`crate::auth::write_bundle`] writes both).
+#[derive(Clone, Debug)]
+pub struct ServerAuth {
+    /// The operator configuration (`server-auth.conf`), passed with `-c`.
+    pub config_file: PathBuf,
+    /// The ramen account's public key: a store from before authentication moves to it.
+    pub account: String,
 }
 
 /// Owns the child and the named task (`nats-supervisor`) that restarts it.
@@ -58,7 +71,12 @@ impl NatsSupervisor {
             )));
         }
         let store_dir = config.data_dir.join("nats");
-        let mut launch = Launch { binary: binary.clone(), port: config.port, store_dir };
+        if let Some(auth) = &config.auth {
+            store::adopt_global_account(&store_dir, &auth.account)?;
+        }
+        let config_file = config.auth.as_ref().map(|auth| auth.config_file.clone());
+        let mut launch =
+            Launch { binary: binary.clone(), port: config.port, store_dir, config_file };
         std::fs::create_dir_all(launch.ports_dir()).map_err(|err| {
             BusError::io(format!("creating {}", launch.ports_dir().display()), err)
         })?;

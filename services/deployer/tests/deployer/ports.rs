@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use ramen_bus::auth::Role;
+use ramen_bus::testing::OperatorNats;
 use ramen_clients::fakes::{FakeAuth, FakeNodes, FakeZones, Rollout, test_channel};
 use ramen_deployer::{Ports, Smoke};
 use ramen_lifecycle::Shutdown;
@@ -13,10 +15,10 @@ use ramen_proto::common::v1::{self as common, JobState, Track};
 use ramen_proto::deployer::v1 as pb;
 use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
 use ramen_service::Platform;
-use ramen_testkit::{Nats, eventually};
+use ramen_testkit::eventually;
 
 use crate::repo::Repo;
-use crate::support::{fast, test_config};
+use crate::support::{as_user, fast, test_config};
 
 /// The smoke test as a fake: the tools it answers, and every (address, key) it was asked with.
 #[derive(Default)]
@@ -45,14 +47,14 @@ struct Fakes {
 }
 
 async fn deployer_on_fakes(
-    nats: &Nats,
+    nats: &OperatorNats,
     dir: &std::path::Path,
 ) -> (Fakes, Platform, DeployerServiceClient<ramen_clients::Signed>) {
     deployer_on_fakes_with(nats, dir, |_| {}).await
 }
 
 async fn deployer_on_fakes_with(
-    nats: &Nats,
+    nats: &OperatorNats,
     dir: &std::path::Path,
     tweak: impl FnOnce(&mut ramen_deployer::DeployerSettings),
 ) -> (Fakes, Platform, DeployerServiceClient<ramen_clients::Signed>) {
@@ -67,7 +69,8 @@ async fn deployer_on_fakes_with(
         smoke: Arc::new(FakeSmoke::default()),
     };
     fakes.auth.secrets.lock().insert("GREETING".into(), "hello".into());
-    let config = test_config(dir, &nats.url());
+    // The deployer alone, as its own NATS user.
+    let config = as_user(test_config(dir, &nats.url()), nats, Role::Deployer);
     let platform = Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.unwrap();
     let ports = Ports {
         auth: fakes.auth.clone(),
@@ -138,7 +141,7 @@ fn rollouts_of(zones: &FakeZones, zone: &str) -> Vec<(i32, Option<u32>)> {
 
 #[tokio::test]
 async fn each_step_asks_its_port_once_and_nothing_is_loaded_twice() {
-    let nats = Nats::start().await.unwrap();
+    let nats = OperatorNats::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
     let repo = Repo::hello();
@@ -211,7 +214,7 @@ async fn each_step_asks_its_port_once_and_nothing_is_loaded_twice() {
 
 #[tokio::test]
 async fn a_canary_that_is_not_ready_fails_the_zone_scales_it_to_zero_and_leaves_stable_alone() {
-    let nats = Nats::start().await.unwrap();
+    let nats = OperatorNats::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
     let repo = Repo::hello();
@@ -241,7 +244,7 @@ async fn a_canary_that_is_not_ready_fails_the_zone_scales_it_to_zero_and_leaves_
 
 #[tokio::test]
 async fn a_failed_install_fails_the_deploy_before_any_canary_restarts() {
-    let nats = Nats::start().await.unwrap();
+    let nats = OperatorNats::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
     let repo = Repo::hello();
@@ -267,7 +270,7 @@ async fn a_failed_install_fails_the_deploy_before_any_canary_restarts() {
 /// here the last two successes are kept, with no grace period.
 #[tokio::test]
 async fn unused_snapshots_and_environments_are_collected_after_a_success() {
-    let nats = Nats::start().await.unwrap();
+    let nats = OperatorNats::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (fakes, platform, mut client) = deployer_on_fakes_with(&nats, dir.path(), |s| {
         s.artifact_grace = Duration::ZERO;

@@ -1,13 +1,18 @@
 //! One world per test: a real `nats-server`, the embedded store and blob directory in a temp
 //! dir, the real auth and zone-manager (its local provider running real `ramen-runner` workers
 //! with the test virtualenv's Python), and one or more deployers sharing them, each with its
-//! own lifecycle so a test can drain, crash or add one. Nothing is a stand-in.
+//! own lifecycle so a test can drain, crash or add one. Nothing is a stand-in: the server runs
+//! in NATS operator mode and auth, the zone-manager and every deployer connect as their own
+//! users, as `ramen serve` runs them, so a permission the deployer's code needs and its user
+//! lacks fails these tests (the workers report load as the users the zone-manager mints).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use ramen_bus::auth::Role;
+use ramen_bus::testing::OperatorNats;
 use ramen_clients::Signed;
 use ramen_clients::fakes::AsGateway;
 use ramen_config::{Config, Secret};
@@ -22,9 +27,9 @@ use ramen_proto::metadata;
 use ramen_proto::zone::v1 as zpb;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_service::{Platform, Running};
+use ramen_testkit::eventually;
 pub use ramen_testkit::workers::{pids_under, repo_root};
 use ramen_testkit::workers::{python, runner_binary, site_packages};
-use ramen_testkit::{Nats, eventually};
 use tempfile::TempDir;
 
 pub const MINUTE: Duration = Duration::from_secs(60);
@@ -54,6 +59,16 @@ pub fn test_config(data_dir: &Path, nats_url: &str) -> Config {
     config.zone.venv_without_pip = true;
     config.zone.restart_timeout = ROLLOUT;
     config.zone.max_worker_count = 10;
+    config
+}
+
+/// `config` as the process of `role` is configured: its NATS user (and, for the zone-manager,
+/// the node signing key).
+pub fn as_user(mut config: Config, nats: &OperatorNats, role: Role) -> Config {
+    config.nats.credentials = Secret::new(nats.credentials(role).to_text());
+    if role == Role::ZoneManager {
+        config.nats.signing_key = Secret::new(nats.keys.node_signing_seed().unwrap());
+    }
     config
 }
 
@@ -98,9 +113,11 @@ impl Node {
 }
 
 pub struct World {
-    pub nats: Nats,
+    pub nats: OperatorNats,
     pub dir: TempDir,
     pub base: Platform,
+    /// A connection that may do anything: what the tests arrange and watch with.
+    pub observer: ramen_bus::Bus,
     pub config: Config,
     pub auth: AuthServiceClient<Signed>,
     pub zones: ZoneServiceClient<Signed>,
@@ -116,19 +133,27 @@ impl World {
 
     /// With a change to the configuration every service of the world starts with.
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> World {
-        let nats = Nats::start().await.expect("nats-server starts");
+        let nats = OperatorNats::start().await.expect("nats-server starts");
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(dir.path(), &nats.url());
         tweak(&mut config);
-        let base =
-            Platform::open(config.clone(), &nats.url(), Shutdown::new()).await.expect("platform");
+        // The base platform (store, blob) is auth's: its bus is auth's user.
+        let base = Platform::open(
+            as_user(config.clone(), &nats, Role::Auth),
+            &nats.url(),
+            Shutdown::new(),
+        )
+        .await
+        .expect("platform");
         let auth = ramen_auth::launch(base.clone()).await.expect("auth starts");
         config.endpoints.auth = format!("http://{}", auth.running.addr);
         let auth_client = AuthServiceClient::new(signed(&config.endpoints.auth, &base));
+        let observer = nats.connect_unrestricted().await.expect("observer connects");
         let mut world = World {
             nats,
             dir,
             base,
+            observer,
             config,
             auth: auth_client,
             zones: unreachable_client(),
@@ -143,9 +168,10 @@ impl World {
 
     /// Starts the zone-manager (again, on the same port after a stop).
     pub async fn start_zone_manager(&mut self) {
-        let mut config = self.config.clone();
+        let mut config = as_user(self.config.clone(), &self.nats, Role::ZoneManager);
         config.listen.zone_manager = self.zone_addr;
-        let platform = view(&self.base, config);
+        let bus = self.nats.connect(Role::ZoneManager).await.expect("zone-manager connects");
+        let platform = Platform { bus, ..view(&self.base, config) };
         let running = eventually("zone-manager starts", MINUTE, || {
             let platform = platform.clone();
             async move { ramen_zone_manager::start(platform).await.map_err(|e| e.to_string()) }
@@ -177,7 +203,8 @@ impl World {
     }
 
     pub async fn deployer_with(&self, config: Config, settings: DeployerSettings) -> Node {
-        let bus = ramen_bus::Bus::connect(&self.nats.url(), "deployer-test").await.unwrap();
+        let bus = self.nats.connect(Role::Deployer).await.unwrap();
+        let config = as_user(config, &self.nats, Role::Deployer);
         let platform = Platform { bus, ..view(&self.base, config) };
         let ports =
             ramen_deployer::Ports::grpc(&platform.config, platform.tickets.clone()).unwrap();

@@ -11,6 +11,9 @@ use ramen_telemetry::Metrics;
 #[derive(Clone)]
 pub struct CellMetrics {
     pub reports: Counter,
+    /// Reports whose payload names another placement than their subject (forged, or a
+    /// broken node): dropped.
+    pub dropped: Counter,
     pub recompute: Histogram,
     pub last_recompute: Gauge<f64, AtomicU64>,
     pub nodes: Gauge,
@@ -21,6 +24,7 @@ impl Default for CellMetrics {
     fn default() -> Self {
         Self {
             reports: Counter::default(),
+            dropped: Counter::default(),
             // 10 µs .. ~1.3 s.
             recompute: Histogram::new(exponential_buckets(0.00001, 2.0, 18)),
             last_recompute: Gauge::default(),
@@ -37,6 +41,11 @@ impl CellMetrics {
             "rebalancer_load_reports",
             "Node load reports received",
             this.reports.clone(),
+        );
+        metrics.register(
+            "rebalancer_load_reports_dropped",
+            "Node load reports dropped: their payload names another group or zone than their subject",
+            this.dropped.clone(),
         );
         metrics.register(
             "rebalancer_recompute_seconds",

@@ -101,3 +101,38 @@ async fn cells_from_many_nodes_including_down_ones() {
         .await;
     assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
 }
+
+/// A node's NATS user may publish only its own placement's subject; a report on it that claims
+/// another placement (a tenant's code trying to make a victim's cell look overloaded) is
+/// dropped and counted, and the victim's cell shows only its own nodes.
+#[tokio::test]
+async fn a_report_naming_another_placement_than_its_subject_is_dropped() {
+    let zones = StaticZones::with(&[("z0", Provider::Local, "")], "victim");
+    let h = Harness::start(zones, |_, _| {}).await;
+    for n in 0..5 {
+        let forged = node("victim", "z0", &format!("forged-{n}"), 100, 100);
+        h.report_as("evil", "z0", &forged).await;
+    }
+    h.report(&node("victim", "z0", "real", 10, 100)).await;
+    let dropped = || {
+        let text = h.platform.metrics.encode();
+        text.lines()
+            .find(|l| l.starts_with("ramen_rebalancer_load_reports_dropped_total "))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let victim = eventually(
+        "the real report filed, the forged ones dropped",
+        Duration::from_secs(10),
+        || async {
+            let all = cells(&h, &["victim"]).await;
+            match all.first() {
+                Some(cell) if cell.last_report_at.is_some() && dropped() == 5 => Ok(cell.clone()),
+                other => Err((other.map(|c| c.live_nodes), dropped())),
+            }
+        },
+    )
+    .await;
+    assert_eq!((victim.live_nodes, victim.in_flight), (1, 10), "only the victim's own node");
+    assert!(cells(&h, &["evil"]).await.is_empty(), "nothing filed under the sender either");
+}

@@ -66,7 +66,7 @@ async fn in_progress_operation_answers_not_applied_then_the_retry_applies_it() {
     let standin = ComputeStandIn::start(compute(2)).await;
     let h = gcp_harness(&standin).await;
     let mut applied_events =
-        h.platform.bus.subscribe(&ramen_service::subject::<RebalanceApplied>()).await.unwrap();
+        h.observer.subscribe(&ramen_service::subject::<RebalanceApplied>()).await.unwrap();
     let _nodes = report_load(&h).await;
 
     let request = ramen_clients::fakes::super_admin("u-alice")

@@ -1,15 +1,18 @@
 //! Two rebalancer processes (the real binary) on one NATS: exactly one holds the scheduler
 //! lease; SIGKILL it and the other takes over within the bounded time (4/3 of the lease TTL,
-//! plus slack for a loaded machine).
+//! plus slack for a loaded machine). The server runs in operator mode and the replicas connect
+//! with the rebalancer's credentials file (`RAMEN_NATS_CREDS`), as in production.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use ramen_bus::{Bus, KvSpec};
+use ramen_bus::KvSpec;
+use ramen_bus::auth::Role;
+use ramen_bus::testing::OperatorNats;
 use ramen_proto::rebalancer::v1 as pb;
 use ramen_proto::rebalancer::v1::rebalancer_service_client::RebalancerServiceClient;
 use ramen_rebalancer::scheduler::{LEASE_BUCKET, LEASE_KEY};
-use ramen_testkit::{Nats, eventually, free_port, patience};
+use ramen_testkit::{eventually, free_port, patience};
 use tokio::process::{Child, Command};
 
 const TTL: Duration = Duration::from_secs(2);
@@ -22,12 +25,15 @@ struct Replica {
     port: u16,
 }
 
-fn spawn(name: &'static str, nats: &Nats, dir: &std::path::Path) -> Replica {
+fn spawn(name: &'static str, nats: &OperatorNats, dir: &std::path::Path) -> Replica {
     let port = free_port();
+    let creds = dir.join(format!("{name}.creds"));
+    std::fs::write(&creds, nats.credentials(Role::Rebalancer).to_text()).unwrap();
     let nowhere = format!("http://127.0.0.1:{}", free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_ramen-rebalancer"))
         .env("HOSTNAME", name)
         .env("RAMEN_NATS_URL", nats.url())
+        .env("RAMEN_NATS_CREDS", &creds)
         .env("RAMEN_JWT_SECRET", JWT_SECRET)
         .env("RAMEN_DATA_DIR", dir.join(name))
         .env("RAMEN_LISTEN__REBALANCER", format!("127.0.0.1:{port}"))
@@ -57,11 +63,11 @@ async fn is_leader(replica: &Replica) -> Result<bool, String> {
 
 #[tokio::test]
 async fn leadership_moves_when_its_holder_is_killed() {
-    let nats = Nats::start().await.expect("nats-server starts");
+    let nats = OperatorNats::start().await.expect("nats-server starts");
     let dir = tempfile::tempdir().unwrap();
     let mut replicas =
         vec![spawn("replica-a", &nats, dir.path()), spawn("replica-b", &nats, dir.path())];
-    let bus = Bus::connect(&nats.url(), "leadership-test").await.unwrap();
+    let bus = nats.connect(Role::Rebalancer).await.unwrap();
     let holder = || async {
         let kv = bus
             .kv(&KvSpec { bucket: LEASE_BUCKET.into(), ttl: Some(TTL), ..KvSpec::default() })

@@ -1,5 +1,9 @@
 //! A real control plane for tests, on one platform as `ramen up` runs it: a `nats-server` of
 //! its own, the embedded store in a temp dir, real auth (the audit log), and the rebalancer.
+//! The server runs in operator mode and each service has its own bus connection as its own
+//! NATS user (auth, zone-manager, rebalancer), as `ramen serve` runs them: a permission the
+//! rebalancer's code needs and its user lacks fails these tests. Simulated nodes report as
+//! the users the zone-manager mints for their placements.
 //! The zone-manager is the real one where the test needs workers ([`Harness::with_zone_manager`]);
 //! tests of cloud balancers use [`StaticZones`] instead, because the zone-manager cannot hold a
 //! GCP or AWS placement until its Kubernetes provider exists.
@@ -11,7 +15,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine;
 use parking_lot::Mutex;
-use ramen_bus::PublishOptions;
+use std::collections::HashMap;
+
+use ramen_bus::auth::jwt::{Permissions, Rule};
+use ramen_bus::auth::{NODE_LOAD_FILTER, NodeMinter, Role, node_load_subject};
+use ramen_bus::testing::OperatorNats;
+use ramen_bus::{Bus, PublishOptions, Schema, Subject};
 use ramen_clients::fakes::test_channel;
 use ramen_clients::{GrpcAuth, Signed};
 use ramen_config::{Config, Secret};
@@ -19,6 +28,7 @@ use ramen_lifecycle::Shutdown;
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
 use ramen_proto::auth::v1::{AuditEntry, QueryAuditRequest};
 use ramen_proto::common::v1::Track;
+use ramen_proto::event::Event;
 use ramen_proto::events::v1::{NodeLoadReport, SchedulerSettingsChanged};
 use ramen_proto::rebalancer::v1::rebalancer_service_client::RebalancerServiceClient;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
@@ -29,7 +39,6 @@ use ramen_rebalancer::ports::{
 };
 use ramen_rebalancer::{Ports, Started};
 use ramen_service::Platform;
-use ramen_testkit::Nats;
 use tempfile::TempDir;
 
 pub fn any() -> SocketAddr {
@@ -64,9 +73,13 @@ pub fn config(dir: &std::path::Path, nats: &str) -> Config {
 }
 
 pub struct Harness {
-    _nats: Nats,
+    _nats: OperatorNats,
     pub dir: TempDir,
+    /// The rebalancer's platform: its bus is the rebalancer's NATS user.
     pub platform: Platform,
+    /// A connection that may do anything: what the tests arrange and watch with.
+    pub observer: Bus,
+    nodes: Reporters,
     pub auth: AuthServiceClient<Signed>,
     pub rebalancer: Started,
     pub client: RebalancerServiceClient<Signed>,
@@ -91,9 +104,10 @@ impl Harness {
         zones: Option<Arc<dyn ZonePort>>,
         tweak: impl FnOnce(&mut Config, &mut Ports),
     ) -> Self {
-        let nats = Nats::start().await.expect("nats-server starts");
+        let nats = OperatorNats::start().await.expect("nats-server starts");
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), &nats.url());
+        config.nats.credentials = Secret::new(nats.credentials(Role::Auth).to_text());
         if zones.is_none() {
             crate::workers::zone_config(&mut config);
         }
@@ -111,6 +125,16 @@ impl Harness {
         tweak(&mut config, &mut ports);
         let platform =
             Platform::open(config, &nats.url(), Shutdown::new()).await.expect("platform opens");
+        let as_user = |role: Role| {
+            let (nats, platform) = (&nats, platform.clone());
+            async move {
+                let bus = nats.connect(role).await.expect("service connects as its user");
+                let mut config = (*platform.config).clone();
+                config.nats.credentials = Secret::new(nats.credentials(role).to_text());
+                config.nats.signing_key = Secret::new(nats.keys.node_signing_seed().unwrap());
+                Platform { bus, config: Arc::new(config), ..platform }
+            }
+        };
         let auth = ramen_auth::launch(platform.clone()).await.expect("auth starts");
         let auth_url = format!("http://{}", auth.running.addr);
         let keys = platform.tickets.clone();
@@ -120,38 +144,46 @@ impl Harness {
         ports.zones = match zones {
             Some(zones) => zones,
             None => {
-                let started = ramen_zone_manager::start_with(platform.clone(), auth_client)
-                    .await
-                    .expect("zone-manager starts");
+                let started =
+                    ramen_zone_manager::start_with(as_user(Role::ZoneManager).await, auth_client)
+                        .await
+                        .expect("zone-manager starts");
                 let url = format!("http://{}", started.running.addr);
                 zone_manager = Some(ZoneServiceClient::new(test_channel(&url, keys.clone())));
                 let zones = ramen_clients::GrpcZones::connect_lazy(&url, keys.clone()).unwrap();
                 Arc::new(GrpcZones::new(Arc::new(zones)))
             }
         };
+        let platform = as_user(Role::Rebalancer).await;
         let rebalancer =
             ramen_rebalancer::start_with(platform.clone(), ports).await.expect("rebalancer starts");
         let url = format!("http://{}", rebalancer.running.addr);
         let client = RebalancerServiceClient::new(test_channel(&url, keys.clone()));
         let auth = AuthServiceClient::new(test_channel(&auth_url, keys));
-        Self { _nats: nats, dir, platform, auth, rebalancer, client, zone_manager }
+        let observer = nats.connect_unrestricted().await.expect("observer connects");
+        let nodes = Reporters::new(&nats).await;
+        Self { _nats: nats, dir, platform, observer, nodes, auth, rebalancer, client, zone_manager }
     }
 
+    /// Publishes `report` as a node of its placement does (its minted user, its subject).
     pub async fn report(&self, report: &NodeLoadReport) {
-        let subject = ramen_service::subject::<NodeLoadReport>();
-        self.platform.bus.publish_core(&subject, report, PublishOptions::default()).await.unwrap();
+        self.nodes.publish(report).await;
+    }
+
+    /// Publishes `report` as the nodes of `group` × `zone`, whatever the report claims.
+    pub async fn report_as(&self, group: &str, zone: &str, report: &NodeLoadReport) {
+        self.nodes.publish_as(group, zone, report).await;
     }
 
     /// Republishes `reports` (fresh timestamps) every 250 ms until the guard drops, as live
     /// nodes do.
     pub fn keep_reporting(&self, reports: Vec<NodeLoadReport>) -> Reporting {
-        let bus = self.platform.bus.clone();
+        let nodes = self.nodes.clone();
         let task = tokio::spawn(async move {
-            let subject = ramen_service::subject::<NodeLoadReport>();
             loop {
                 for report in &reports {
                     let report = NodeLoadReport { at_unix_ms: now_ms(), ..report.clone() };
-                    let _ = bus.publish_core(&subject, &report, PublishOptions::default()).await;
+                    nodes.publish(&report).await;
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
@@ -177,6 +209,55 @@ impl Harness {
         let request = Caller::acting_as(ramen_proto::metadata::ACTOR_SCHEDULER).request(query);
         self.auth.clone().query_audit(request).await.unwrap().into_inner().entries
     }
+}
+
+/// Simulated nodes. Reports go out on each placement's own subject, from one connection whose
+/// user may publish on every load subject (hundreds of simulated nodes, each with its own
+/// connection, would take longer to connect than a report lives); [`Reporters::publish_as`]
+/// connects as the user the zone-manager mints for one placement, as a real node does.
+#[derive(Clone)]
+struct Reporters {
+    url: String,
+    minter: NodeMinter,
+    fleet: Bus,
+    minted: Arc<tokio::sync::Mutex<HashMap<(String, String), Bus>>>,
+}
+
+impl Reporters {
+    async fn new(nats: &OperatorNats) -> Self {
+        let may = Permissions {
+            publish: Rule::allow(vec![NODE_LOAD_FILTER.to_owned()]),
+            subscribe: Rule::nothing(),
+        };
+        let fleet = nats.keys.user("simulated-nodes", &may).unwrap();
+        let fleet = Bus::connect_as(&nats.url(), "simulated-nodes", Some(&fleet)).await.unwrap();
+        Self { url: nats.url(), minter: nats.node_minter(), fleet, minted: Arc::default() }
+    }
+
+    async fn publish(&self, report: &NodeLoadReport) {
+        let subject = load_subject(&report.group, &report.zone);
+        self.fleet.publish_core(&subject, report, PublishOptions::default()).await.unwrap();
+    }
+
+    async fn publish_as(&self, group: &str, zone: &str, report: &NodeLoadReport) {
+        let bus = {
+            let mut minted = self.minted.lock().await;
+            let key = (group.to_owned(), zone.to_owned());
+            if !minted.contains_key(&key) {
+                let credentials = self.minter.mint(group, zone).expect("node credentials");
+                let name = format!("node-{group}-{zone}");
+                let bus = Bus::connect_as(&self.url, &name, Some(&credentials)).await.unwrap();
+                minted.insert(key.clone(), bus);
+            }
+            minted[&key].clone()
+        };
+        let subject = load_subject(group, zone);
+        bus.publish_core(&subject, report, PublishOptions::default()).await.unwrap();
+    }
+}
+
+fn load_subject(group: &str, zone: &str) -> Subject<NodeLoadReport> {
+    Subject::new(node_load_subject(group, zone), Schema::new(NodeLoadReport::NAME, 1))
 }
 
 /// Simulated nodes reporting; they stop (and go silent) when this drops.

@@ -10,6 +10,7 @@
 
 pub mod kubernetes;
 pub mod local;
+pub mod node_bus;
 pub mod policy;
 mod types;
 

@@ -106,11 +106,15 @@ spec:
           volumeMounts:
             - { name: data, mountPath: /var/lib/ramen }
             - { name: tmp, mountPath: /tmp }
+            {{- if include "ramen.nats.authSecretName" . }}
+            - { name: nats-auth, mountPath: {{ include "ramen.nats.authDir" . }}, readOnly: true }
+            {{- end }}
       volumes:
         - name: data
           emptyDir: {}
         - name: tmp
           emptyDir: {}
+        {{- include "ramen.nats.authVolume" . | nindent 8 }}
       {{- with .Values.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

@@ -22,6 +22,12 @@ Numbers go through int64 so large ones never render in exponent form.
 {{- $_ := set $env (printf "RAMEN_ENDPOINTS__%s" $key) (printf "http://%s:%d" $host (int (index $ports $svc))) -}}
 {{- end -}}
 {{- $_ := set $env "RAMEN_NATS_URL" (include "ramen.nats.url" .) -}}
+{{- if include "ramen.nats.authSecretName" . -}}
+{{- $_ := set $env "RAMEN_NATS_CREDS" (printf "%s/%s.creds" (include "ramen.nats.authDir" .) .Chart.Name) -}}
+{{- if eq .Chart.Name "zone-manager" -}}
+{{- $_ := set $env "RAMEN_NATS_SIGNING_KEY" (printf "%s/node-signing.nk" (include "ramen.nats.authDir" .)) -}}
+{{- end -}}
+{{- end -}}
 {{- $n := $c.nats -}}
 {{- range $key, $var := dict "stream" "RAMEN_NATS_STREAM" "kvBucket" "RAMEN_NATS_KV_BUCKET" "dlqStream" "RAMEN_NATS_DLQ_STREAM" "eventsStream" "RAMEN_NATS__EVENTS_STREAM" "ackWait" "RAMEN_NATS_ACK_WAIT" "maxAge" "RAMEN_NATS_MAX_AGE" "dlqMaxAge" "RAMEN_NATS_DLQ_MAX_AGE" -}}
 {{- with index $n $key }}{{ $_ := set $env $var (toString .) }}{{ end -}}

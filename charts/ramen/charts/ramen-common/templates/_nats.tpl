@@ -31,3 +31,35 @@ scrapes the monitoring port, not the client URL:
 {{- fail (printf "global.config.nats.monitoringEndpoint is required for KEDA with an external NATS (global.config.nats.url points at %s, not the bundled %s): host:port of its monitoring listener (e.g. nats.shared:8222), which serves /jsz" $host $bundled) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The Secret of the services' NATS users (`<service>.creds`, and `node-signing.nk` for the
+zone-manager): global.secrets.nats.existingSecret, else <release>-nats-auth when
+global.secrets.nats.credentials is set, else "" (no credentials are mounted).
+*/}}
+{{- define "ramen.nats.authSecretName" -}}
+{{- $n := .Values.global.secrets.nats | default dict -}}
+{{- if $n.existingSecret -}}
+{{- $n.existingSecret -}}
+{{- else if $n.credentials -}}
+{{- printf "%s-nats-auth" .Release.Name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where a service's NATS credentials are mounted. */}}
+{{- define "ramen.nats.authDir" -}}/etc/ramen/nats{{- end -}}
+
+{{/* The NATS-auth volume of a service's pod: its own `.creds` only (the zone-manager's also the node signing key). */}}
+{{- define "ramen.nats.authVolume" -}}
+{{- with include "ramen.nats.authSecretName" . }}
+- name: nats-auth
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
+    items:
+      - { key: {{ printf "%s.creds" $.Chart.Name | quote }}, path: {{ printf "%s.creds" $.Chart.Name | quote }} }
+      {{- if eq $.Chart.Name "zone-manager" }}
+      - { key: node-signing.nk, path: node-signing.nk }
+      {{- end }}
+{{- end }}
+{{- end -}}

@@ -214,6 +214,7 @@ pub(super) fn node_config(
         site_packages: settings.site_packages(),
         pip_args: settings.kubernetes.pip_args.clone(),
         nats_url: settings.nats_url.clone(),
+        nats_credentials: settings.node_bus.credentials(&record.group, &record.zone),
         drain_mode: settings.drain_mode,
         drain_timeout: settings.drain_timeout,
         blob: settings.blob.clone(),

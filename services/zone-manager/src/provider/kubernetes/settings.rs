@@ -9,6 +9,7 @@ use ramen_node_contract::BlobConfig;
 use crate::model::ProviderKind;
 use crate::provider::ProviderError;
 use crate::provider::local::NodeAdmin;
+use crate::provider::node_bus::NodeBus;
 
 /// The node's fixed ports inside a pod (the worker image's `EXPOSE`).
 pub const MCP_PORT: u16 = 8000;
@@ -22,6 +23,8 @@ pub struct KubeSettings {
     pub blob: BlobConfig,
     /// The bus as workers reach it; empty = no load reports.
     pub nats_url: String,
+    /// The NATS user each placement's nodes report as.
+    pub node_bus: NodeBus,
     pub drain_mode: DrainMode,
     pub drain_timeout: Duration,
     pub nodes: NodeAdmin,
@@ -42,6 +45,7 @@ impl KubeSettings {
             kubernetes,
             blob,
             nats_url,
+            node_bus: NodeBus::default(),
             drain_mode: config.drain.mode,
             drain_timeout: config.drain.timeout,
             nodes,

@@ -7,6 +7,7 @@ use ramen_config::{Config, DrainMode};
 use ramen_node_contract::BlobConfig;
 
 use crate::model::SizeClass;
+use crate::provider::node_bus::NodeBus;
 
 /// The program and leading arguments of a worker: `ramen worker --config <file>` or
 /// `ramen-runner --config <file>`.
@@ -87,6 +88,8 @@ pub struct LocalSettings {
     pub venv_without_pip: bool,
     /// Where nodes send load reports; empty = none.
     pub nats_url: String,
+    /// The NATS user each placement's nodes report as.
+    pub node_bus: NodeBus,
     pub blob: BlobConfig,
     pub trusted_proxies: Vec<String>,
     pub memory: MemoryLimit,
@@ -131,6 +134,7 @@ impl LocalSettings {
             pip_args: zone.pip_args.clone(),
             venv_without_pip: zone.venv_without_pip,
             nats_url,
+            node_bus: NodeBus::default(),
             blob,
             trusted_proxies: zone.trusted_proxies.clone(),
             memory: MemoryLimit::detect(zone.memory_limits),

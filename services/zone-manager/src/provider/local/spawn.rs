@@ -111,6 +111,7 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
         site_packages: settings.site_packages.clone(),
         pip_args: settings.pip_args.clone(),
         nats_url: settings.nats_url.clone(),
+        nats_credentials: settings.node_bus.credentials(&record.group, &record.zone),
         drain_mode: settings.drain_mode,
         drain_timeout: settings.drain_timeout,
         blob: settings.blob.clone(),
