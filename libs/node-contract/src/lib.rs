@@ -2,7 +2,8 @@
 //! provider writes for a node to run ([`NodeConfig`], with its [`PolicyConfig`] and
 //! [`SnapshotRef`]), what the node reports back once it listens ([`NodePorts`]), the
 //! snapshot archive format both sides build and read ([`archive`]), and the one rule by which
-//! an MCP key is stored and checked ([`key_hash`]).
+//! an MCP key is stored and checked ([`key_hash`]), and the key a node verifies the control
+//! plane's calls with ([`TicketKey`]).
 //!
 //! It is a library of its own so that neither side links the other: the deployer packs
 //! snapshots and auth hashes keys without the node's code, and the zone-manager writes node
@@ -13,6 +14,7 @@ mod config;
 pub mod environment;
 mod policy;
 mod ports;
+mod ticket_key;
 
 use sha2::{Digest, Sha256};
 
@@ -22,6 +24,7 @@ pub use config::{
 };
 pub use policy::{PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;
+pub use ticket_key::TicketKey;
 
 /// How an MCP key is stored (auth) and compared (the node): lowercase hex SHA-256 of the key.
 /// Keys are 256-bit random tokens, so a fast hash is enough; what matters is that both sides

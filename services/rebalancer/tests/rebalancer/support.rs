@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine;
 use parking_lot::Mutex;
+use ramen_access::audience::{AUTH, REBALANCER, ZONE_MANAGER};
 use ramen_bus::PublishOptions;
 use ramen_clients::fakes::test_channel;
 use ramen_clients::{GrpcAuth, Signed};
@@ -124,7 +125,8 @@ impl Harness {
                     .await
                     .expect("zone-manager starts");
                 let url = format!("http://{}", started.running.addr);
-                zone_manager = Some(ZoneServiceClient::new(test_channel(&url, keys.clone())));
+                zone_manager =
+                    Some(ZoneServiceClient::new(test_channel(&url, keys.clone(), ZONE_MANAGER)));
                 let zones = ramen_clients::GrpcZones::connect_lazy(&url, keys.clone()).unwrap();
                 Arc::new(GrpcZones::new(Arc::new(zones)))
             }
@@ -132,8 +134,8 @@ impl Harness {
         let rebalancer =
             ramen_rebalancer::start_with(platform.clone(), ports).await.expect("rebalancer starts");
         let url = format!("http://{}", rebalancer.running.addr);
-        let client = RebalancerServiceClient::new(test_channel(&url, keys.clone()));
-        let auth = AuthServiceClient::new(test_channel(&auth_url, keys));
+        let client = RebalancerServiceClient::new(test_channel(&url, keys.clone(), REBALANCER));
+        let auth = AuthServiceClient::new(test_channel(&auth_url, keys, AUTH));
         Self { _nats: nats, dir, platform, auth, rebalancer, client, zone_manager }
     }
 

@@ -221,6 +221,7 @@ pub(super) fn node_config(
         policy: PolicyConfig { require_key: true, verbose: template.verbose, ..Default::default() },
         policy_file: Some(format!("{POLICY_DIR}/{POLICY_FILE}").into()),
         env: template.secrets.clone(),
+        ticket_keys: settings.nodes.node_keys(&record.group, &record.zone),
         ..NodeConfig::default()
     }
 }

@@ -121,6 +121,7 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
             template.verbose,
         ),
         env: template.secrets.clone(),
+        ticket_keys: settings.nodes.node_keys(&record.group, &record.zone),
         ..NodeConfig::default()
     }
 }
