@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use ramen_access::{Caller, TICKET_HEADER, TicketKeys};
+use ramen_access::{AudienceKeys, Caller, TICKET_HEADER, TicketKeys};
 use ramen_proto::metadata;
 use tonic::body::Body;
 use tonic::transport::channel::ResponseFuture;
@@ -16,20 +16,22 @@ use crate::error::UpstreamError;
 /// made it.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A channel whose every call carries the caller's signed ticket, the request id and the
-/// current span's `traceparent`. The caller is the one [`Caller::request`] put in the request's
-/// extensions; a request without one goes as anonymous (the server then decides what an
-/// anonymous caller may do: log in, and nothing else).
+/// A channel whose every call carries the caller's ticket, signed for the one audience the
+/// channel talks to (a service's name, or a placement's worker nodes: `ramen_access::audience`),
+/// the request id and the current span's `traceparent`. The caller is the one
+/// [`Caller::request`] put in the request's extensions; a request without one goes as anonymous
+/// (the server then decides what an anonymous caller may do: log in, and nothing else).
 #[derive(Clone)]
 pub struct Signed {
     inner: Channel,
-    keys: Arc<TicketKeys>,
+    keys: Arc<AudienceKeys>,
     default_caller: Caller,
 }
 
 impl Signed {
-    pub fn new(inner: Channel, keys: Arc<TicketKeys>) -> Self {
-        Self { inner, keys, default_caller: Caller::default() }
+    /// Signs for `audience` with its key, derived once from the master `keys`.
+    pub fn new(inner: Channel, keys: &TicketKeys, audience: &str) -> Self {
+        Self { inner, keys: Arc::new(keys.audience(audience)), default_caller: Caller::default() }
     }
 
     /// Requests that name no caller go as `caller` instead of anonymous (tools and tests that
@@ -40,21 +42,28 @@ impl Signed {
     }
 }
 
-/// A lazily connected, signed channel to `url` (`http://host:port`). `timeout` bounds each
-/// call unless the request sets its own (`tonic::Request::set_timeout`, which travels as
-/// `grpc-timeout` and is the tighter of the two).
+/// A lazily connected channel to `url` (`http://host:port`), signing for `audience` (the
+/// service at `url`: `ramen_access::audience`). `timeout` bounds each call unless the request
+/// sets its own (`tonic::Request::set_timeout`, which travels as `grpc-timeout` and is the
+/// tighter of the two).
 pub fn connect_lazy(
     url: &str,
     timeout: Option<Duration>,
     keys: Arc<TicketKeys>,
+    audience: &str,
 ) -> Result<Signed, UpstreamError> {
+    Ok(Signed::new(unsigned(url, timeout)?, &keys, audience))
+}
+
+/// The lazily connected channel under [`connect_lazy`], before any signing.
+pub(crate) fn unsigned(url: &str, timeout: Option<Duration>) -> Result<Channel, UpstreamError> {
     let mut endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| UpstreamError::config(format!("endpoint `{url}`: {e}")))?
         .connect_timeout(CONNECT_TIMEOUT);
     if let Some(timeout) = timeout {
         endpoint = endpoint.timeout(timeout);
     }
-    Ok(Signed::new(endpoint.connect_lazy(), keys))
+    Ok(endpoint.connect_lazy())
 }
 
 impl tower::Service<http::Request<Body>> for Signed {

@@ -13,7 +13,7 @@ use ramen_proto::common::v1::{KeyHash, NodePolicy, Snapshot};
 use ramen_proto::runner::v1 as runner;
 use ramen_proto::zone::v1 as zone;
 
-use crate::{AuthClient, NodeClient, UpstreamError, ZoneClient};
+use crate::{AuthClient, NodeClient, NodeTarget, UpstreamError, ZoneClient};
 
 fn unimplemented(service: &'static str, what: &str) -> UpstreamError {
     UpstreamError {
@@ -465,13 +465,41 @@ impl FakeNodes {
     }
 }
 
+impl FakeNodes {
+    /// A call's target must be the placement of the fake worker at its address: a caller that
+    /// names another would sign its ticket for the wrong audience, which a real node refuses.
+    fn check(&self, node: NodeTarget<'_>) -> Result<(), UpstreamError> {
+        let Some(zones) = &self.zones else { return Ok(()) };
+        let running = zones.running.lock();
+        let placement =
+            running.keys().find(|(g, z, t)| FakeZones::admin_address(g, z, *t) == node.address);
+        match placement {
+            Some((group, zone, _))
+                if (group.as_str(), zone.as_str()) != (node.group, node.zone) =>
+            {
+                Err(UpstreamError::from_status(
+                    "worker",
+                    tonic::Status::unauthenticated(format!(
+                        "the caller ticket is meant for \"{}\", not \"{}\"",
+                        ramen_access::audience::runner(node.group, node.zone),
+                        ramen_access::audience::runner(group, zone),
+                    )),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl NodeClient for FakeNodes {
     async fn status(
         &self,
         _caller: &Caller,
-        admin: &str,
+        node: NodeTarget<'_>,
     ) -> Result<runner::NodeStatus, UpstreamError> {
+        self.check(node)?;
+        let admin = node.address;
         *self.status_calls.lock().entry(admin.to_owned()).or_default() += 1;
         if let Some(status) = self.statuses.lock().get(admin) {
             return Ok(status.clone());
@@ -492,31 +520,38 @@ impl NodeClient for FakeNodes {
     async fn reload(
         &self,
         _caller: &Caller,
-        admin: &str,
+        node: NodeTarget<'_>,
         snapshot: Snapshot,
         _timeout: Duration,
     ) -> Result<runner::ReloadResponse, UpstreamError> {
-        self.reloads.lock().push((admin.to_owned(), snapshot));
+        self.check(node)?;
+        self.reloads.lock().push((node.address.to_owned(), snapshot));
         Err(unimplemented("worker", "Reload"))
     }
 
     async fn update_policy(
         &self,
         _caller: &Caller,
-        admin: &str,
+        node: NodeTarget<'_>,
         policy: NodePolicy,
     ) -> Result<runner::UpdatePolicyResponse, UpstreamError> {
+        self.check(node)?;
         let version = policy.version;
-        self.policies.lock().push((admin.to_owned(), policy));
+        self.policies.lock().push((node.address.to_owned(), policy));
         Ok(runner::UpdatePolicyResponse { applied: true, version })
     }
 }
 
-/// A signed channel for a test that acts as a super admin unless a request names its caller
-/// (the test then reads as a user of the service, past the access checks it does not test).
-pub fn test_channel(url: &str, keys: std::sync::Arc<ramen_access::TicketKeys>) -> crate::Signed {
+/// A channel to the service `audience` at `url` for a test that acts as a super admin unless a
+/// request names its caller (the test then reads as a user of the service, past the access
+/// checks it does not test).
+pub fn test_channel(
+    url: &str,
+    keys: std::sync::Arc<ramen_access::TicketKeys>,
+    audience: &str,
+) -> crate::Signed {
     let admin = ramen_access::Grants { super_admin: true, ..ramen_access::Grants::default() };
-    crate::connect_lazy(url, None, keys)
+    crate::connect_lazy(url, None, keys, audience)
         .expect("a test endpoint URL")
         .with_default_caller(Caller::user("test-admin", "req-test", admin))
 }

@@ -30,7 +30,7 @@ pub use channel::{Signed, connect_lazy};
 pub use deployer::{DeployerClient, GrpcDeployer};
 pub use error::{UpstreamError, is_retryable};
 pub use macros::CallBudget;
-pub use node::{GrpcNode, NodeClient};
+pub use node::{GrpcNode, NodeClient, NodeTarget};
 pub use rebalancer::{GrpcRebalancer, RebalancerClient};
 pub use zones::{GrpcZones, ZoneClient};
 

@@ -41,12 +41,13 @@ macro_rules! client {
                 Self { client: <$client>::new(channel) }
             }
 
-            /// A lazily connected client of the service at `url`.
+            /// A lazily connected client of the service at `url`, its tickets signed for
+            /// that service (the audience is the service's name).
             pub fn connect_lazy(
                 url: &str,
                 keys: std::sync::Arc<ramen_access::TicketKeys>,
             ) -> Result<Self, $crate::UpstreamError> {
-                Ok(Self::new($crate::connect_lazy(url, None, keys)?))
+                Ok(Self::new($crate::connect_lazy(url, None, keys, $service)?))
             }
         }
 

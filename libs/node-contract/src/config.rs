@@ -11,6 +11,7 @@ use std::time::Duration;
 use ramen_config::{DrainMode, S3Config};
 use serde::{Deserialize, Serialize};
 
+use crate::TicketKey;
 use crate::policy::PolicyConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -78,6 +79,11 @@ pub struct NodeConfig {
     pub env: BTreeMap<String, String>,
     /// How the group's code (the Python runtime, its stdio programs, pip) is confined.
     pub sandbox: SandboxConfig,
+    /// The keys the node verifies the control plane's tickets with (`x-ramen-caller` on
+    /// `RunnerService` and the admin port's `/status`): its placement's, current first, then
+    /// the previous during a rotation. None: the node refuses every admin call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ticket_keys: Vec<TicketKey>,
 }
 
 /// The confinement of a node's group code (`ramen_sandbox`): it reads its snapshot,
@@ -134,6 +140,7 @@ impl Default for NodeConfig {
             policy_file: None,
             env: BTreeMap::new(),
             sandbox: SandboxConfig::default(),
+            ticket_keys: Vec::new(),
         }
     }
 }
@@ -301,6 +308,11 @@ impl NodeConfig {
             return Err("`load_report_interval` must be at least 100ms".into());
         }
         self.policy.validate().map_err(|e| format!("policy: {e}"))?;
+        if self.ticket_keys.len() > 2 {
+            return Err(
+                "`ticket_keys` holds at most two keys (the current, then the previous)".into()
+            );
+        }
         Ok(())
     }
 

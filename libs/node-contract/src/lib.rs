@@ -2,8 +2,9 @@
 //! provider writes for a node to run ([`NodeConfig`], with its [`PolicyConfig`] and
 //! [`SnapshotRef`]), what the node reports back once it listens ([`NodePorts`]), the
 //! snapshot archive format both sides build and read ([`archive`]), what a repo tree may hold
-//! and how it is read ([`tree`]: links stay inside, reads are bounded), and the one rule by
-//! which an MCP key is stored and checked ([`key_hash`]).
+//! and how it is read ([`tree`]: links stay inside, reads are bounded), the one rule by which
+//! an MCP key is stored and checked ([`key_hash`]), and the key a node verifies the control
+//! plane's calls with ([`TicketKey`]).
 //!
 //! It is a library of its own so that neither side links the other: the deployer packs
 //! snapshots and auth hashes keys without the node's code, and the zone-manager writes node
@@ -16,6 +17,7 @@ pub mod environment;
 mod policy;
 mod ports;
 pub mod tree;
+mod ticket_key;
 
 use sha2::{Digest, Sha256};
 
@@ -25,6 +27,7 @@ pub use config::{
 };
 pub use policy::{PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;
+pub use ticket_key::TicketKey;
 
 /// How an MCP key is stored (auth) and compared (the node): lowercase hex SHA-256 of the key.
 /// Keys are 256-bit random tokens, so a fast hash is enough; what matters is that both sides

@@ -41,8 +41,9 @@ pub struct Platform {
     pub store: Arc<dyn DocumentStore>,
     pub blob: Arc<dyn BlobStore>,
     pub state: Arc<dyn SharedState>,
-    /// Signs the tickets of this process's calls to other services and verifies the tickets
-    /// of calls made to it (keys derived from `RAMEN_JWT_SECRET`).
+    /// Signs the tickets of this process's calls to other services (each for the audience it
+    /// calls) and verifies the tickets of calls made to it (keys derived from
+    /// `RAMEN_JWT_SECRET`).
     pub tickets: Arc<TicketKeys>,
 }
 
@@ -89,13 +90,15 @@ impl Platform {
         })
     }
 
-    /// Serves gRPC `routes` on `addr` until shutdown, every call's caller ticket verified.
+    /// Serves gRPC `routes` on `addr` until shutdown, every call's caller ticket verified as
+    /// meant for `audience` (the service's name, `ramen_access::audience`).
     pub async fn serve_grpc(
         &self,
         addr: SocketAddr,
         routes: tonic::service::Routes,
+        audience: &str,
     ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-        crate::serve_grpc(addr, routes, self.shutdown.token(), self.tickets.clone()).await
+        crate::serve_grpc(addr, routes, self.shutdown.token(), &self.tickets, audience).await
     }
 
     /// Serves `/healthz`, `/readyz` and `/metrics` on the configured admin address.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use ramen_access::TicketKeys;
+use ramen_access::{TicketKeys, audience};
 use ramen_clients::{Signed, connect_lazy};
 use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
 use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
@@ -34,29 +34,30 @@ pub struct Channels {
     pub zone: Signed,
 }
 
-/// A lazily connected, signed channel: calls made while the service is down answer UNAVAILABLE.
+/// A lazily connected channel to the service `audience` at `url`, its tickets signed for that
+/// service: calls made while the service is down answer UNAVAILABLE.
 pub fn channel(
     url: &str,
     timeout: std::time::Duration,
     keys: Arc<TicketKeys>,
+    audience: &str,
 ) -> Result<Signed, String> {
-    connect_lazy(url, Some(timeout), keys).map_err(|e| e.message)
+    connect_lazy(url, Some(timeout), keys, audience).map_err(|e| e.message)
 }
 
 impl Clients {
     pub fn connect_lazy(settings: &Settings, keys: Arc<TicketKeys>) -> Result<Self, String> {
         let t = settings.grpc_timeout;
-        let deployer = channel(&settings.deployer_endpoint, t, keys.clone())?;
-        let zone = channel(&settings.zone_manager_endpoint, t, keys.clone())?;
+        let deployer = channel(&settings.deployer_endpoint, t, keys.clone(), audience::DEPLOYER)?;
+        let zone =
+            channel(&settings.zone_manager_endpoint, t, keys.clone(), audience::ZONE_MANAGER)?;
+        let auth = channel(&settings.auth_endpoint, t, keys.clone(), audience::AUTH)?;
+        let rebalancer = channel(&settings.rebalancer_endpoint, t, keys, audience::REBALANCER)?;
         Ok(Self {
-            auth: AuthServiceClient::new(channel(&settings.auth_endpoint, t, keys.clone())?),
+            auth: AuthServiceClient::new(auth),
             deployer: DeployerServiceClient::new(deployer.clone()),
             zone: ZoneServiceClient::new(zone.clone()),
-            rebalancer: RebalancerServiceClient::new(channel(
-                &settings.rebalancer_endpoint,
-                t,
-                keys,
-            )?),
+            rebalancer: RebalancerServiceClient::new(rebalancer),
             channels: Channels { deployer, zone },
         })
     }

@@ -30,8 +30,9 @@ pub fn edge(
 ) -> Result<Arc<Edge>, String> {
     let key = ramen_config::decode_secrets_key(&auth.secrets_key).map_err(|e| e.to_string())?;
     let sealer = SessionSealer::from_secret(&key);
-    let deployer = channel(&settings.deployer_endpoint, LOOKUP_TIMEOUT, tickets.clone())?;
-    let zones = channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets)?;
+    use ramen_access::audience::{DEPLOYER, ZONE_MANAGER};
+    let deployer = channel(&settings.deployer_endpoint, LOOKUP_TIMEOUT, tickets.clone(), DEPLOYER)?;
+    let zones = channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets, ZONE_MANAGER)?;
     let directory = GrpcDirectory::new(
         Arc::new(ramen_clients::GrpcDeployer::new(deployer)),
         Arc::new(ramen_clients::GrpcZones::new(zones)),

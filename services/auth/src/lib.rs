@@ -115,7 +115,8 @@ pub async fn launch(platform: Platform) -> Result<Started, StartError> {
     let auth = Auth::open(platform.store.clone(), platform.bus.clone(), &config).await?;
     let bootstrap = auth.bootstrap(bootstrap_email(&config)).await?;
     let routes = tonic::service::Routes::new(AuthServiceServer::new(grpc::AuthGrpc(auth.clone())));
-    let (addr, handle) = platform.serve_grpc(config.listen.auth, routes).await?;
+    let (addr, handle) =
+        platform.serve_grpc(config.listen.auth, routes, ramen_access::audience::AUTH).await?;
     let sweeper = auth.clone();
     platform.tasks.spawn("auth-refresh-sweeper", move |stop| async move {
         loop {

@@ -186,7 +186,9 @@ pub async fn start_with(
     deployer.registry.resume_deletions().await?;
     let service = DeployerServiceServer::new(grpc::DeployerGrpc(deployer.clone()));
     let routes = tonic::service::Routes::new(service);
-    let (addr, handle) = platform.serve_grpc(config.listen.deployer, routes).await?;
+    let (addr, handle) = platform
+        .serve_grpc(config.listen.deployer, routes, ramen_access::audience::DEPLOYER)
+        .await?;
     Ok(Started { running: Running::new("deployer", addr, handle), deployer })
 }
 

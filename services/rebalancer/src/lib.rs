@@ -143,7 +143,9 @@ pub async fn start_with(platform: Platform, ports: Ports) -> Result<Started, Sta
 
     let api = api::RebalancerApi::new(rebalancer.clone(), scheduler.clone());
     let routes = tonic::service::Routes::new(RebalancerServiceServer::new(api));
-    let (addr, handle) = platform.serve_grpc(config.listen.rebalancer, routes).await?;
+    let (addr, handle) = platform
+        .serve_grpc(config.listen.rebalancer, routes, ramen_access::audience::REBALANCER)
+        .await?;
     Ok(Started { running: Running::new("rebalancer", addr, handle), rebalancer, scheduler })
 }
 

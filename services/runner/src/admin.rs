@@ -1,10 +1,16 @@
 //! `RunnerService`, the node's admin gRPC API (control plane only): reload a snapshot, report
-//! status, drain, and replace the live policy.
+//! status, drain, and replace the live policy; and [`ControlGate`], which lets through only
+//! calls carrying a ticket the control plane signed for this node's placement — on this API and
+//! on the admin port's routes other than `/healthz`, `/readyz` and `/metrics`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use axum::extract::{Request as HttpRequest, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response as HttpResponse};
+use ramen_access::{AudienceKeys, TICKET_HEADER};
 use ramen_config::DrainMode;
 use ramen_lifecycle::Health;
 use ramen_proto::common::v1 as common;
@@ -15,7 +21,7 @@ use ramen_proto::runner::v1::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::config::SnapshotRef;
+use crate::config::{NodeConfig, SnapshotRef};
 use crate::node::Node;
 use crate::policy::{Policy, PolicyConfig};
 use crate::reload::{ReloadError, Reloaded, Reloader};
@@ -125,6 +131,64 @@ impl Control {
         self.node.set_policy(Policy::compile(merged)?);
         self.policy_version.store(version, Ordering::SeqCst);
         Ok(true)
+    }
+}
+
+/// Who may drive this node: the control plane, proved by a caller ticket signed for the node's
+/// placement (`runner:<group>/<zone>`) under the key its config carries. Group code runs beside
+/// the node and reaches its ports (loopback on a local zone, the pod network on Kubernetes), so
+/// where a call comes from proves nothing.
+#[derive(Clone, Debug)]
+pub struct ControlGate {
+    /// `None`: the config carries no key (a node started by hand, a bare test node).
+    keys: Option<Arc<AudienceKeys>>,
+    audience: String,
+}
+
+impl ControlGate {
+    pub fn from_config(config: &NodeConfig) -> Self {
+        let audience = ramen_access::audience::runner(&config.group, &config.zone);
+        let mut keys = config.ticket_keys.iter().map(|k| *k.expose());
+        let keys = keys
+            .next()
+            .map(|current| Arc::new(AudienceKeys::from_keys(&audience, current, keys.next())));
+        Self { keys, audience }
+    }
+
+    /// The refusal, in words the caller can act on, unless `ticket` was signed for this node.
+    pub fn check(&self, ticket: Option<&str>) -> Result<ramen_access::Caller, String> {
+        let Some(keys) = &self.keys else {
+            return Err(format!(
+                "this node has no ticket key configured (`ticket_keys` in its node config, \
+                 written by the zone-manager for {:?}), so it takes no admin calls",
+                self.audience
+            ));
+        };
+        keys.verify_header(ticket, ramen_access::ticket::now_ms()).map_err(|e| e.to_string())
+    }
+
+    /// The gRPC interceptor: UNAUTHENTICATED before any handler runs.
+    pub fn intercept(&self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        let ticket = request.metadata().get(TICKET_HEADER).and_then(|v| v.to_str().ok());
+        let caller = self.check(ticket).map_err(Status::unauthenticated)?;
+        request.extensions_mut().insert(caller);
+        Ok(request)
+    }
+}
+
+/// The admin port's gate (axum middleware): 401 with a JSON `error` naming what is wrong.
+pub async fn require_ticket(
+    State(gate): State<ControlGate>,
+    request: HttpRequest,
+    next: Next,
+) -> HttpResponse {
+    let ticket = request.headers().get(TICKET_HEADER).and_then(|v| v.to_str().ok());
+    match gate.check(ticket) {
+        Ok(_) => next.run(request).await,
+        Err(error) => {
+            (http::StatusCode::UNAUTHORIZED, axum::Json(serde_json::json!({ "error": error })))
+                .into_response()
+        }
     }
 }
 

@@ -156,8 +156,14 @@ impl Worker {
         let (mcp_addr, mcp_server) = serve_http(config.listen, mcp, stop.child_token())
             .await
             .map_err(WorkerError::Listen)?;
-        let admin = admin_router(health.clone(), metrics)
-            .merge(axum::Router::new().route("/status", get(status)).with_state(node.clone()));
+        // `/healthz`, `/readyz` and `/metrics` stay open (probes, scrapers); the rest of the
+        // admin port is the control plane's.
+        let gate = crate::admin::ControlGate::from_config(&config);
+        let control_routes =
+            axum::Router::new().route("/status", get(status)).with_state(node.clone()).route_layer(
+                axum::middleware::from_fn_with_state(gate.clone(), crate::admin::require_ticket),
+            );
+        let admin = admin_router(health.clone(), metrics).merge(control_routes);
         let (admin_addr, admin_server) = serve_http(config.admin, admin, stop.child_token())
             .await
             .map_err(WorkerError::Listen)?;
@@ -171,7 +177,7 @@ impl Worker {
             config.drain_timeout,
         ));
         let (grpc_addr, grpc_server) =
-            serve_grpc(config.grpc, control.clone(), stop.child_token()).await?;
+            serve_grpc(config.grpc, control.clone(), gate, stop.child_token()).await?;
         if let Some(path) = &config.ports_file {
             let ports = ramen_node_contract::NodePorts {
                 pid: std::process::id(),
@@ -294,6 +300,7 @@ impl Worker {
 async fn serve_grpc(
     addr: SocketAddr,
     control: Arc<Control>,
+    gate: crate::admin::ControlGate,
     stop: CancellationToken,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), WorkerError> {
     use ramen_proto::runner::v1::runner_service_server::RunnerServiceServer;
@@ -308,6 +315,7 @@ async fn serve_grpc(
             ramen_telemetry::extract_http(&span, request.headers());
             span
         })
+        .layer(tonic::service::InterceptorLayer::new(move |request| gate.intercept(request)))
         .add_service(RunnerServiceServer::new(crate::admin::AdminService(control)))
         .serve_with_incoming_shutdown(incoming, stop.cancelled_owned());
     let handle = tokio::spawn(async move {

@@ -114,7 +114,10 @@ pub async fn start_with_clouds(
     let db = store::Db::open(platform.store.clone()).await?;
     ramen_service::ensure_event_stream(&platform.bus, &config.nats).await?;
     let (worker_events, worker_reports) = tokio::sync::mpsc::unbounded_channel();
-    let nodes = NodeAdmin(Arc::new(ramen_clients::GrpcNode::new(platform.tickets.clone())));
+    let nodes = NodeAdmin::new(
+        Arc::new(ramen_clients::GrpcNode::new(platform.tickets.clone())),
+        platform.tickets.clone(),
+    );
     let nats_url = nats_url(&platform);
     let node_bus = NodeBus::from_config(config)
         .map_err(|reason| StartError::Config { key: "nats.signing_key", reason })?;
@@ -150,7 +153,9 @@ pub async fn start_with_clouds(
 
     let routes =
         tonic::service::Routes::new(ZoneServiceServer::new(api::ZoneApi::new(manager.clone())));
-    let (addr, handle) = platform.serve_grpc(config.listen.zone_manager, routes).await?;
+    let (addr, handle) = platform
+        .serve_grpc(config.listen.zone_manager, routes, ramen_access::audience::ZONE_MANAGER)
+        .await?;
     Ok(Started { running: Running::new("zone-manager", addr, handle), manager })
 }
 

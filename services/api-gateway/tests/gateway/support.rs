@@ -172,7 +172,13 @@ impl Stack {
     pub async fn grpc(&self) -> AuthServiceClient<Signed> {
         let url = format!("http://{}", self.auth_addr);
         AuthServiceClient::new(
-            ramen_clients::connect_lazy(&url, None, self.platform.tickets.clone()).unwrap(),
+            ramen_clients::connect_lazy(
+                &url,
+                None,
+                self.platform.tickets.clone(),
+                ramen_access::audience::AUTH,
+            )
+            .unwrap(),
         )
     }
 

@@ -211,7 +211,7 @@ async fn calls_without_a_valid_caller_ticket_are_refused() {
     assert!(refused.message().contains("x-ramen-caller"), "{}", refused.message());
 
     let other_key = std::sync::Arc::new(TicketKeys::new(b"not-the-control-plane-key-at-all", None));
-    let forged = ramen_clients::connect_lazy(&url, None, other_key).unwrap();
+    let forged = ramen_clients::connect_lazy(&url, None, other_key, "auth").unwrap();
     let mut forged = AuthServiceClient::new(forged);
     let refused =
         forged.list_users(Caller::acting_as(DEPLOYER).request(request())).await.unwrap_err();
@@ -220,4 +220,30 @@ async fn calls_without_a_valid_caller_ticket_are_refused() {
 
     let allowed = world.client().list_users(as_actor(DEPLOYER, request())).await;
     assert!(allowed.is_ok(), "{allowed:?}");
+}
+
+/// Tickets carry an audience: one signed with the control plane's own key but for another
+/// service — or lifted from a worker node, whose tickets are for its placement — is refused by
+/// auth, which names whom it was meant for.
+#[tokio::test]
+async fn a_ticket_meant_for_another_audience_is_refused() {
+    use ramen_access::{Caller, audience};
+    use ramen_proto::auth::v1::auth_service_client::AuthServiceClient;
+    let world = World::start().await;
+    let url = format!("http://{}", world.started.running.addr);
+    let keys = world.platform.tickets.clone();
+    let node = audience::runner("team", "local-a");
+    for meant_for in [audience::DEPLOYER, audience::ZONE_MANAGER, audience::REBALANCER, &node] {
+        let channel = ramen_clients::connect_lazy(&url, None, keys.clone(), meant_for).unwrap();
+        let mut client = AuthServiceClient::new(channel);
+        let request = Caller::acting_as(DEPLOYER).request(ListUsersRequest::default());
+        let refused = client.list_users(request).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::Unauthenticated, "{meant_for}: {refused:?}");
+        let says = format!("the caller ticket is meant for {meant_for:?}, not \"auth\"");
+        assert_eq!(refused.message(), says);
+    }
+    let channel = ramen_clients::connect_lazy(&url, None, keys, audience::AUTH).unwrap();
+    let request = Caller::acting_as(DEPLOYER).request(ListUsersRequest::default());
+    let allowed = AuthServiceClient::new(channel).list_users(request).await;
+    assert!(allowed.is_ok(), "the same caller, signed for auth: {allowed:?}");
 }

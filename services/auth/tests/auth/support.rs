@@ -48,7 +48,8 @@ impl World {
             .expect("platform");
         let started = ramen_auth::launch(platform.clone()).await.expect("auth starts");
         let url = format!("http://{}", started.running.addr);
-        let channel = ramen_clients::connect_lazy(&url, None, platform.tickets.clone()).unwrap();
+        let channel =
+            ramen_clients::connect_lazy(&url, None, platform.tickets.clone(), "auth").unwrap();
         let client = AuthServiceClient::new(channel);
         World { started, platform, client, _nats: nats, dir }
     }

@@ -260,7 +260,7 @@ impl Pipeline {
         }
         let mut report = None;
         for worker in &ready {
-            let status = deployer.core.nodes.status(&worker.admin_address).await?;
+            let status = deployer.core.nodes.status(group, zone, &worker.admin_address).await?;
             self.run.log_lines(zone, Step::ReloadSmoke, status.load_log.clone()).await?;
             check_load(&worker.id, &self.commit, &status)?;
             report.get_or_insert(status);

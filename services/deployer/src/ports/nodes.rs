@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ramen_clients::NodeClient;
+use ramen_clients::{NodeClient, NodeTarget};
 use ramen_proto::runner::v1::NodeStatus;
 
 use crate::caller::deployer;
@@ -12,8 +12,10 @@ use crate::error::Result;
 pub struct Nodes(pub Arc<dyn NodeClient>);
 
 impl Nodes {
-    /// The node's status, with the report of the load its restart made.
-    pub async fn status(&self, admin_address: &str) -> Result<NodeStatus> {
-        Ok(self.0.status(&deployer(), admin_address).await?)
+    /// The status of the node of `group` × `zone` at `admin_address`, with the report of the
+    /// load its restart made.
+    pub async fn status(&self, group: &str, zone: &str, admin_address: &str) -> Result<NodeStatus> {
+        let node = NodeTarget { group, zone, address: admin_address };
+        Ok(self.0.status(&deployer(), node).await?)
     }
 }

@@ -84,7 +84,11 @@ async fn deployer_on_fakes_with(
         .await
         .expect("deployer starts");
     let url = format!("http://{}", started.running.addr);
-    let client = DeployerServiceClient::new(test_channel(&url, platform.tickets.clone()));
+    let client = DeployerServiceClient::new(test_channel(
+        &url,
+        platform.tickets.clone(),
+        ramen_access::audience::DEPLOYER,
+    ));
     (fakes, platform, client)
 }
 

@@ -147,7 +147,11 @@ impl World {
         .expect("platform");
         let auth = ramen_auth::launch(base.clone()).await.expect("auth starts");
         config.endpoints.auth = format!("http://{}", auth.running.addr);
-        let auth_client = AuthServiceClient::new(signed(&config.endpoints.auth, &base));
+        let auth_client = AuthServiceClient::new(signed(
+            &config.endpoints.auth,
+            &base,
+            ramen_access::audience::AUTH,
+        ));
         let observer = nats.connect_unrestricted().await.expect("observer connects");
         let mut world = World {
             nats,
@@ -179,8 +183,11 @@ impl World {
         .await;
         self.zone_addr = running.addr;
         self.config.endpoints.zone_manager = format!("http://{}", running.addr);
-        self.zones =
-            ZoneServiceClient::new(signed(&self.config.endpoints.zone_manager, &self.base));
+        self.zones = ZoneServiceClient::new(signed(
+            &self.config.endpoints.zone_manager,
+            &self.base,
+            ramen_access::audience::ZONE_MANAGER,
+        ));
         self.zone_node = Some((platform, running));
     }
 
@@ -300,12 +307,20 @@ impl Drop for World {
 
 fn unreachable_client() -> ZoneServiceClient<Signed> {
     let keys = Arc::new(ramen_access::TicketKeys::new(b"nowhere", None));
-    ZoneServiceClient::new(ramen_clients::connect_lazy("http://127.0.0.1:1", None, keys).unwrap())
+    ZoneServiceClient::new(
+        ramen_clients::connect_lazy(
+            "http://127.0.0.1:1",
+            None,
+            keys,
+            ramen_access::audience::ZONE_MANAGER,
+        )
+        .unwrap(),
+    )
 }
 
-/// A signed channel to `url` with the world's control-plane key.
-fn signed(url: &str, base: &Platform) -> Signed {
-    ramen_clients::connect_lazy(url, None, base.tickets.clone()).unwrap()
+/// A channel to the service `audience` at `url`, signed with the world's control-plane key.
+fn signed(url: &str, base: &Platform, audience: &str) -> Signed {
+    ramen_clients::connect_lazy(url, None, base.tickets.clone(), audience).unwrap()
 }
 
 /// A request on behalf of `actor` (a user or a service actor). The deployer client fills a
@@ -317,8 +332,15 @@ pub fn as_actor<T>(actor: &str, message: T) -> tonic::Request<T> {
 /// The deployer as the api-gateway calls it: users' grants from auth, signed.
 pub async fn client(node: &Node) -> DeployerServiceClient<AsGateway> {
     let url = format!("http://{}", node.started.running.addr);
-    let auth = AuthServiceClient::new(signed(&node.platform.config.endpoints.auth, &node.platform));
-    DeployerServiceClient::new(AsGateway::new(signed(&url, &node.platform), auth))
+    let auth = AuthServiceClient::new(signed(
+        &node.platform.config.endpoints.auth,
+        &node.platform,
+        ramen_access::audience::AUTH,
+    ));
+    DeployerServiceClient::new(AsGateway::new(
+        signed(&url, &node.platform, ramen_access::audience::DEPLOYER),
+        auth,
+    ))
 }
 
 /// The job once `done` holds for it.

@@ -10,13 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ramen_clients::Signed;
+use ramen_clients::{GrpcNode, NodeClient, NodeTarget, Signed};
 use ramen_edge::{
     Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, router, zone_routes,
 };
 use ramen_proto::rebalancer::v1 as pb;
-use ramen_proto::runner::v1::StatusRequest;
-use ramen_proto::runner::v1::runner_service_client::RunnerServiceClient;
 use ramen_proto::zone::v1::ListEndpointsRequest;
 use ramen_proto::zone::v1::zone_service_client::ZoneServiceClient;
 use ramen_testkit::eventually;
@@ -95,12 +93,18 @@ async fn initialize(http: &reqwest::Client, url: &str) -> String {
     session
 }
 
+/// The workers' admin APIs, called as the control plane does (tickets for `team`/`local-a`).
+struct Admins {
+    nodes: GrpcNode,
+    addresses: Vec<String>,
+}
+
 /// `sessions` new sessions through the edge; how many landed on each worker (by the nodes' own
 /// session counts).
 async fn route_sessions(
     http: &reqwest::Client,
     edge: &str,
-    admins: &[String],
+    admins: &Admins,
     sessions: usize,
 ) -> Vec<u32> {
     let before = session_counts(admins).await;
@@ -114,11 +118,12 @@ async fn route_sessions(
     after.iter().zip(before).map(|(a, b)| a - b).collect()
 }
 
-async fn session_counts(admins: &[String]) -> Vec<u32> {
+async fn session_counts(admins: &Admins) -> Vec<u32> {
+    let caller = ramen_access::Caller::acting_as(ramen_proto::metadata::ACTOR_REBALANCER);
     let mut counts = Vec::new();
-    for admin in admins {
-        let mut client = RunnerServiceClient::connect(format!("http://{admin}")).await.unwrap();
-        counts.push(client.status(StatusRequest {}).await.unwrap().into_inner().sessions);
+    for address in &admins.addresses {
+        let node = NodeTarget { group: "team", zone: "local-a", address };
+        counts.push(admins.nodes.status(&caller, node).await.unwrap().sessions);
     }
     counts
 }
@@ -143,7 +148,10 @@ fn keep_busy(address: &str, calls: usize, stop: Arc<AtomicBool>) {
 async fn rebalance_on_the_local_edge_shifts_traffic_between_workers() {
     let h = Harness::with_zone_manager(|_, _| {}).await;
     let workers = h.deploy("team", "local-a", 2).await;
-    let admins: Vec<String> = workers.iter().map(|w| w.admin_address.clone()).collect();
+    let admins = Admins {
+        nodes: GrpcNode::new(h.platform.tickets.clone()),
+        addresses: workers.iter().map(|w| w.admin_address.clone()).collect(),
+    };
     let edge = serve_edge(h.zones()).await;
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
 

@@ -53,7 +53,11 @@ fn spawn(name: &'static str, nats: &OperatorNats, dir: &std::path::Path) -> Repl
 async fn is_leader(replica: &Replica) -> Result<bool, String> {
     let keys = std::sync::Arc::new(ramen_access::TicketKeys::from_secrets(JWT_SECRET, ""));
     let url = format!("http://127.0.0.1:{}", replica.port);
-    let mut client = RebalancerServiceClient::new(ramen_clients::fakes::test_channel(&url, keys));
+    let mut client = RebalancerServiceClient::new(ramen_clients::fakes::test_channel(
+        &url,
+        keys,
+        ramen_access::audience::REBALANCER,
+    ));
     let status = client
         .get_scheduler_status(pb::GetSchedulerStatusRequest {})
         .await

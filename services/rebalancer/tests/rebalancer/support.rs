@@ -17,6 +17,7 @@ use base64::Engine;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 
+use ramen_access::audience::{AUTH, REBALANCER, ZONE_MANAGER};
 use ramen_bus::auth::jwt::{Permissions, Rule};
 use ramen_bus::auth::{NODE_LOAD_FILTER, NodeMinter, Role, node_load_subject};
 use ramen_bus::testing::OperatorNats;
@@ -149,7 +150,8 @@ impl Harness {
                         .await
                         .expect("zone-manager starts");
                 let url = format!("http://{}", started.running.addr);
-                zone_manager = Some(ZoneServiceClient::new(test_channel(&url, keys.clone())));
+                zone_manager =
+                    Some(ZoneServiceClient::new(test_channel(&url, keys.clone(), ZONE_MANAGER)));
                 let zones = ramen_clients::GrpcZones::connect_lazy(&url, keys.clone()).unwrap();
                 Arc::new(GrpcZones::new(Arc::new(zones)))
             }
@@ -158,8 +160,8 @@ impl Harness {
         let rebalancer =
             ramen_rebalancer::start_with(platform.clone(), ports).await.expect("rebalancer starts");
         let url = format!("http://{}", rebalancer.running.addr);
-        let client = RebalancerServiceClient::new(test_channel(&url, keys.clone()));
-        let auth = AuthServiceClient::new(test_channel(&auth_url, keys));
+        let client = RebalancerServiceClient::new(test_channel(&url, keys.clone(), REBALANCER));
+        let auth = AuthServiceClient::new(test_channel(&auth_url, keys, AUTH));
         let observer = nats.connect_unrestricted().await.expect("observer connects");
         let nodes = Reporters::new(&nats).await;
         Self { _nats: nats, dir, platform, observer, nodes, auth, rebalancer, client, zone_manager }

@@ -7,6 +7,7 @@ mod support;
 
 mod access;
 mod blocking;
+mod control;
 mod crash;
 mod drain;
 mod environment;

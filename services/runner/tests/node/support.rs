@@ -17,6 +17,26 @@ use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 pub const KEY: &str = "rk_test_0123456789";
+/// The group and zone of every test node (its tickets' audience is `runner:test/local-a`).
+pub const GROUP: &str = "test";
+pub const ZONE: &str = "local-a";
+
+/// The control plane of these tests: it signs the tickets a node takes, and derives the
+/// node's placement key the way the zone-manager does.
+pub fn control_plane() -> ramen_access::TicketKeys {
+    ramen_access::TicketKeys::new(b"node-tests-control-plane-secret-0123", None)
+}
+
+/// A ticket for `audience`, as the zone-manager signs one.
+pub fn ticket_for(audience: &str) -> String {
+    let caller = ramen_access::Caller::acting_as(ramen_proto::metadata::ACTOR_ZONE_MANAGER);
+    control_plane().sign(&caller, audience, ramen_access::ticket::now_ms())
+}
+
+/// A ticket this node takes.
+pub fn ticket() -> String {
+    ticket_for(&ramen_access::audience::runner(GROUP, ZONE))
+}
 
 pub struct TestNode {
     pub worker: Option<Worker>,
@@ -88,8 +108,8 @@ pub async fn snapshot(blob: &LocalDirStore, repo: &Path, commit: &str) -> Snapsh
 pub fn base_config(dir: &Path) -> NodeConfig {
     NodeConfig {
         node_id: "node-1".into(),
-        group: "test".into(),
-        zone: "local-a".into(),
+        group: GROUP.into(),
+        zone: ZONE.into(),
         listen: "127.0.0.1:0".parse().unwrap(),
         admin: "127.0.0.1:0".parse().unwrap(),
         grpc: "127.0.0.1:0".parse().unwrap(),
@@ -102,6 +122,11 @@ pub fn base_config(dir: &Path) -> NodeConfig {
             key_hashes: vec![hash_key(KEY)],
             ..Default::default()
         },
+        ticket_keys: control_plane()
+            .audience(&ramen_access::audience::runner(GROUP, ZONE))
+            .keys()
+            .map(|k| ramen_node_contract::TicketKey::new(*k))
+            .collect(),
         ..Default::default()
     }
 }

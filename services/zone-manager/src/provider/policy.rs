@@ -50,15 +50,18 @@ pub fn node_policy(record: &PlacementRecord, trusted_proxies: &[String]) -> Node
     }
 }
 
-/// One `UpdatePolicy` call. An older version than the node's is ignored by the node, which is
-/// what a reordered push should do.
+/// One `UpdatePolicy` call to the node at `grpc` of `record`'s placement. An older version
+/// than the node's is ignored by the node, which is what a reordered push should do.
 pub async fn push_one(
     nodes: &dyn ramen_clients::NodeClient,
+    record: &PlacementRecord,
     grpc: &str,
     policy: NodePolicy,
 ) -> Result<(), String> {
     let own = crate::events::own_caller();
-    let call = nodes.update_policy(&own, grpc, policy);
+    let node =
+        ramen_clients::NodeTarget { group: &record.group, zone: &record.zone, address: grpc };
+    let call = nodes.update_policy(&own, node, policy);
     match tokio::time::timeout(PUSH_TIMEOUT, call).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(err)) => Err(err.message),

@@ -17,5 +17,6 @@ mod policy;
 mod realauth;
 mod recovery;
 mod teardown;
+mod tickets;
 mod tracks;
 mod validation;

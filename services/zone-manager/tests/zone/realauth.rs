@@ -45,7 +45,7 @@ async fn a_key_revoked_in_auth_stops_working_on_running_workers() {
     let auth_dir = tempfile::tempdir().unwrap();
     let (auth_platform, auth_url) = start_auth(&nats, auth_dir.path()).await;
     let keys = auth_platform.tickets.clone();
-    let channel = ramen_clients::connect_lazy(&auth_url, None, keys.clone()).unwrap();
+    let channel = ramen_clients::connect_lazy(&auth_url, None, keys.clone(), "auth").unwrap();
     let mut auth_client = AuthServiceClient::new(channel);
     auth_client
         .register_group(as_deployer(auth::RegisterGroupRequest { group: "team".into() }))

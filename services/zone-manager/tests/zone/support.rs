@@ -123,7 +123,13 @@ impl Harness {
             .expect("zone-manager starts");
         let addr: SocketAddr = started.running.addr;
         let url = format!("http://{addr}");
-        let channel = ramen_clients::connect_lazy(&url, None, platform.tickets.clone()).unwrap();
+        let channel = ramen_clients::connect_lazy(
+            &url,
+            None,
+            platform.tickets.clone(),
+            ramen_access::audience::ZONE_MANAGER,
+        )
+        .unwrap();
         let client = ZoneServiceClient::new(channel.with_default_caller(test_admin()));
         let running = Some(started.running);
         let data_dir = dir.path().to_owned();

@@ -227,12 +227,10 @@ impl ZoneProvider for KubernetesProvider {
                 Some((pods::name(pod), format!("{ip}:{GRPC_PORT}")))
             })
             .collect();
-        let nodes = &*self.settings.nodes.0;
-        let results = join_all(
-            targets
-                .iter()
-                .map(|(_, grpc)| crate::provider::policy::push_one(nodes, grpc, policy.clone())),
-        )
+        let nodes = &*self.settings.nodes.client;
+        let results = join_all(targets.iter().map(|(_, grpc)| {
+            crate::provider::policy::push_one(nodes, record, grpc, policy.clone())
+        }))
         .await;
         let mut outcome = PolicyPush::default();
         for ((id, _), result) in targets.into_iter().zip(results) {

@@ -225,6 +225,7 @@ pub(super) fn node_config(
         // The pod is the group's own; the sandbox keeps its code from the node's config and
         // credentials in the pod, and to its ports.
         sandbox: template.sandbox(true),
+        ticket_keys: settings.nodes.node_keys(&record.group, &record.zone),
         ..NodeConfig::default()
     }
 }

@@ -239,7 +239,7 @@ mod tests {
         let mut config = Config { data_dir: root.to_path_buf(), ..Config::default() };
         config.zone.sandbox = mode;
         let keys = Arc::new(TicketKeys::new(b"0123456789abcdef0123456789abcdef", None));
-        let nodes = NodeAdmin(Arc::new(ramen_clients::GrpcNode::new(keys)));
+        let nodes = NodeAdmin::new(Arc::new(ramen_clients::GrpcNode::new(keys.clone())), keys);
         let mut settings = LocalSettings::from_config(&config, String::new(), nodes).unwrap();
         settings.support = Support { abi };
         let (events, _) = tokio::sync::mpsc::unbounded_channel();

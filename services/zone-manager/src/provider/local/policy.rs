@@ -13,7 +13,8 @@ use crate::provider::policy::{node_policy, push_one};
 /// that misses it (starting, or restarting) gets it from its config file or, once ready, from
 /// its supervisor.
 pub(crate) async fn push(placement: &LocalPlacement, settings: &LocalSettings) -> PolicyPush {
-    let policy = node_policy(&placement.record(), &settings.trusted_proxies);
+    let record = placement.record();
+    let policy = node_policy(&record, &settings.trusted_proxies);
     let targets: Vec<(String, String)> = placement
         .all_workers()
         .iter()
@@ -21,7 +22,9 @@ pub(crate) async fn push(placement: &LocalPlacement, settings: &LocalSettings) -
         .filter(|(_, s)| !s.grpc.is_empty() && s.phase != WorkerPhase::Exited)
         .map(|(id, s)| (id, s.grpc))
         .collect();
-    let pushes = targets.iter().map(|(_, grpc)| push_one(&*settings.nodes.0, grpc, policy.clone()));
+    let pushes = targets
+        .iter()
+        .map(|(_, grpc)| push_one(&*settings.nodes.client, &record, grpc, policy.clone()));
     let results = join_all(pushes).await;
     let mut outcome = PolicyPush::default();
     for ((id, _), result) in targets.into_iter().zip(results) {

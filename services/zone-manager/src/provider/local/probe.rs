@@ -39,9 +39,18 @@ pub(crate) async fn readiness(admin: SocketAddr) -> Probe {
     Probe::NotReady(format!("readiness {}: {body}", status.as_u16()))
 }
 
-/// The commit the node has loaded (`/status`).
-pub(crate) async fn loaded_commit(admin: SocketAddr) -> Option<String> {
-    let status: serde_json::Value =
-        client().get(format!("http://{admin}/status")).send().await.ok()?.json().await.ok()?;
+/// The commit the node has loaded (`/status`, which takes only the control plane's `ticket`
+/// for the node's placement).
+pub(crate) async fn loaded_commit(admin: SocketAddr, ticket: &str) -> Option<String> {
+    let request =
+        client().get(format!("http://{admin}/status")).header(ramen_access::TICKET_HEADER, ticket);
+    let response = request.send().await.ok()?;
+    if !response.status().is_success() {
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        tracing::warn!(%admin, %status, %body, "the worker refused its status");
+        return None;
+    }
+    let status: serde_json::Value = response.json().await.ok()?;
     status.get("loaded_commit").and_then(|c| c.as_str()).map(str::to_owned)
 }

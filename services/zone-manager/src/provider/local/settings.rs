@@ -67,9 +67,39 @@ impl MemoryLimit {
     }
 }
 
-/// The workers' admin API (`ramen-clients`), shared by the supervisors and policy pushes.
+/// The workers' admin API (`ramen-clients`), shared by the supervisors and policy pushes, and
+/// the keys the workers' tickets are signed with.
 #[derive(Clone)]
-pub struct NodeAdmin(pub std::sync::Arc<dyn ramen_clients::NodeClient>);
+pub struct NodeAdmin {
+    pub client: std::sync::Arc<dyn ramen_clients::NodeClient>,
+    tickets: std::sync::Arc<ramen_access::TicketKeys>,
+}
+
+impl NodeAdmin {
+    pub fn new(
+        client: std::sync::Arc<dyn ramen_clients::NodeClient>,
+        tickets: std::sync::Arc<ramen_access::TicketKeys>,
+    ) -> Self {
+        Self { client, tickets }
+    }
+
+    /// What a node of `group` × `zone` verifies tickets with, for its config: its placement's
+    /// audience keys (current, then previous during a rotation), derived — never the control
+    /// plane's own. A leaked one signs tickets for that placement's nodes and nothing else.
+    pub fn node_keys(&self, group: &str, zone: &str) -> Vec<ramen_node_contract::TicketKey> {
+        let audience = ramen_access::audience::runner(group, zone);
+        let keys = self.tickets.audience(&audience);
+        keys.keys().map(|k| ramen_node_contract::TicketKey::new(*k)).collect()
+    }
+
+    /// A ticket for the nodes of `group` × `zone`, the zone-manager calling (the local probe
+    /// reads a node's `/status` with it).
+    pub fn ticket(&self, group: &str, zone: &str) -> String {
+        let audience = ramen_access::audience::runner(group, zone);
+        let own = crate::events::own_caller();
+        self.tickets.sign(&own, &audience, ramen_access::ticket::now_ms())
+    }
+}
 
 impl std::fmt::Debug for NodeAdmin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

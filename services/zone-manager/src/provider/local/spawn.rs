@@ -123,6 +123,7 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
         ),
         env: template.secrets.clone(),
         sandbox: template.sandbox(settings.sandbox),
+        ticket_keys: settings.nodes.node_keys(&record.group, &record.zone),
         ..NodeConfig::default()
     }
 }

@@ -127,7 +127,7 @@ impl Supervisor {
         match probe::readiness(ports.admin).await {
             Probe::Ready if !was_ready => {
                 self.failures = 0;
-                let commit = probe::loaded_commit(ports.admin).await.unwrap_or_default();
+                let commit = self.loaded_commit(ports.admin).await.unwrap_or_default();
                 self.update(|s| {
                     s.phase = WorkerPhase::Ready;
                     s.reason.clear();
@@ -136,7 +136,7 @@ impl Supervisor {
                 self.catch_up_policy(proc).await;
             }
             Probe::Ready if probes.is_multiple_of(COMMIT_REFRESH_PROBES) => {
-                if let Some(commit) = probe::loaded_commit(ports.admin).await {
+                if let Some(commit) = self.loaded_commit(ports.admin).await {
                     self.update(|s| s.loaded_commit = commit);
                 }
             }
@@ -156,6 +156,13 @@ impl Supervisor {
         }
     }
 
+    /// The commit the worker has loaded, asked with a ticket for its placement.
+    async fn loaded_commit(&self, admin: std::net::SocketAddr) -> Option<String> {
+        let record = self.ctx.placement.record();
+        let ticket = self.ctx.placement.settings.nodes.ticket(&record.group, &record.zone);
+        probe::loaded_commit(admin, &ticket).await
+    }
+
     /// A worker started before the latest policy push missed it: give it the current one.
     async fn catch_up_policy(&self, proc: &mut Proc) {
         let record = self.ctx.placement.record();
@@ -167,8 +174,9 @@ impl Supervisor {
             &self.ctx.placement.settings.trusted_proxies,
         );
         let Some(ports) = proc.ports else { return };
-        let nodes = &self.ctx.placement.settings.nodes;
-        match crate::provider::policy::push_one(&*nodes.0, &ports.grpc.to_string(), policy).await {
+        let nodes = &*self.ctx.placement.settings.nodes.client;
+        let grpc = ports.grpc.to_string();
+        match crate::provider::policy::push_one(nodes, &record, &grpc, policy).await {
             Ok(()) => proc.policy_version = record.policy_version,
             Err(err) => {
                 tracing::warn!(worker = %self.ctx.id, %err, "pushing the current policy failed")
