@@ -15,7 +15,10 @@ environment on both zones, deploy, call tools through the edge with the official
 stateless requests) and the TypeScript SDK — with and without `ramen-zone`, block a package
 (gone from lists in both revisions; the edge refuses a blocked tool of a stateless request by
 its `Mcp-Name`), revoke a key, an IP rule excluding the client, a broken ref (canary fails,
-stable keeps serving), rollback, a killed worker (session and stateless calls keep
+stable keeps serving), rollback, a hostile tenant beside the group on local-a (each reach
+outside its own tools refused: the control plane's keys, other configs, the node's memory,
+the bus with and without a node's credentials, other nodes' ports, a forged `zone.deleted`),
+a killed worker (session and stateless calls keep
 succeeding), and the group's deletion leaving nothing behind. In `split` also: the deployer
 killed mid-deploy, and another deployer process finishing the job.
 
@@ -35,11 +38,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
 import anyio
 import httpx2
+import nats
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -48,8 +53,11 @@ from traces import Collector, Span, chain, describe
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_REPO = ROOT / "examples" / "hello-repo"
+# A package whose tools try what a hostile or compromised dependency would (services/runner).
+HOSTILE_REPO = ROOT / "services" / "runner" / "tests" / "fixtures" / "hostile-repo"
 SERVICES = ["auth", "zone-manager", "deployer", "rebalancer", "api-gateway"]
 GROUP = "demo"
+EVIL = "evil"
 
 
 class Failed(Exception):
@@ -769,6 +777,9 @@ def scenario(cluster: Cluster) -> None:
     cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "main", "--wait")
     check(mcp(url, plaintext, add(4, 4)) == {"result": 8}, "calls after the rollback")
 
+    step("a hostile tenant beside it on local-a: every reach outside its own tools refused")
+    hostile_tenant(cluster, url, plaintext)
+
     if cluster.topology == "split":
         step("the S3 server frozen for 8 s during a deploy: the deploy waits it out, calls go on")
         deploy_through_a_frozen_s3(cluster, url, plaintext)
@@ -834,6 +845,197 @@ def scenario(cluster: Cluster) -> None:
     eventually("the group gone", 120, lambda: GROUP not in [g["name"] for g in cluster.cli_items("group", "list")])
     gone = cluster.cli("env", "list", "-g", GROUP, ok=False)
     check(gone.returncode != 0, "its environments gone with it", gone.stdout)
+
+
+# -- a hostile tenant --------------------------------------------------------------------------
+def make_hostile_repo(at: Path) -> None:
+    shutil.copytree(HOSTILE_REPO, at)
+    git(at, "init", "-q", "-b", "main")
+    git(at, "add", "-A")
+    git(at, "commit", "-qm", "probes")
+
+
+def zones_root(cluster: Cluster) -> Path:
+    """Where the local provider keeps its placements: the zone-manager's data dir."""
+    data = cluster.work / "data" if cluster.topology == "up" else cluster.split_data / "zone-manager"
+    return data / "zones"
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped, has no command line)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""
+    except OSError:
+        return False
+
+
+def serving_node(cluster: Cluster, group: str, zone: str) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """A running node of `group` in `zone`: its worker directory, config and bound ports."""
+    def found() -> tuple[Path, dict[str, Any], dict[str, Any]] | None:
+        workers = zones_root(cluster) / zone / group / "workers"
+        for worker in sorted(workers.iterdir()) if workers.is_dir() else []:
+            try:
+                ports = json.loads((worker / "ports.json").read_text())
+                config = tomllib.loads((worker / "node.toml").read_text())
+            except (OSError, ValueError):
+                continue
+            if alive(ports["pid"]):
+                return worker, config, ports
+        return None
+    return eventually(f"a running node of {group} in {zone}", 60, found)
+
+
+def probe(url: str, key: str, tool: str, **arguments: Any) -> Any:
+    """Calls one of the hostile package's tools; they answer what happened instead of raising."""
+    async def call(c: Client) -> Any:
+        result = await c.call_tool(f"probe.{tool}", arguments)
+        if result.is_error:
+            raise Failed(f"probe.{tool} failed: {result.content}")
+        answer = result.structured_content
+        # The SDK wraps a str or list answer as {"result": ...}; a dict answer is itself.
+        return answer["result"] if set(answer) == {"result"} else answer
+    return mcp(url, key, call)
+
+
+def refused(what: str, answer: Any) -> None:
+    check(isinstance(answer, str) and answer.startswith("refused"), f"{what} refused", answer)
+
+
+def nats_address(config: dict[str, Any]) -> tuple[str, int]:
+    address = re.sub(r"^nats://", "", config["nats_url"]).rsplit("@", 1)[-1]
+    host, port = address.rsplit(":", 1)
+    return host, int(port)
+
+
+def bus_attempts(config: dict[str, Any], creds: Path, attempts: list[tuple[str, bytes]]) -> list[str]:
+    """Publishes each (subject, payload) as the user of `creds`; the server's refusals."""
+    errors: list[str] = []
+
+    async def run() -> None:
+        async def on_error(err: Exception) -> None:
+            errors.append(str(err))
+        nc = await nats.connect(config["nats_url"], user_credentials=str(creds), error_cb=on_error,
+                                allow_reconnect=False, connect_timeout=10)
+        try:
+            for subject, payload in attempts:
+                await nc.publish(subject, payload)
+            await nc.flush(timeout=10)
+            deadline = time.monotonic() + 10
+            while len(errors) < len(attempts) and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+        finally:
+            await nc.close()
+
+    anyio.run(run)
+    return errors
+
+
+def forged_zone_deleted(zone: str) -> bytes:
+    return json.dumps({"meta": {"event_id": f"forged-{time.time_ns()}", "actor": "evil",
+                                "at_unix_ms": int(time.time() * 1000)}, "zone": zone}).encode()
+
+
+def hostile_tenant(cluster: Cluster, url: str, key: str) -> None:
+    """Group `evil` deploys the hostile package on local-a, beside the victim's workers. Each
+    probe is first shown to have something to reach (the file exists, the port listens, the
+    process runs), then asserted refused; the victim serves throughout; `evil` is deleted."""
+    repo = cluster.work / "evil-repo"
+    make_hostile_repo(repo)
+    cluster.cli("group", "create", EVIL, "--repo", str(repo), "--ref", "main")
+    cluster.cli("env", "create", "prod", "-g", EVIL, "--ref", "main", "--zone", "local-a")
+    cluster.cli("deploy", "prod", "-g", EVIL, "--wait")
+    evil_key = cluster.cli_json("keys", "create", "-g", EVIL, "probe")["plaintext"]
+    cluster.never_shown(evil_key)
+    evil = f"{cluster.api}/mcp/{EVIL}/prod"
+    eventually("evil's key accepted", 60, lambda: status_of(evil, evil_key) == 200)
+
+    victim_dir, victim, victim_ports = serving_node(cluster, GROUP, "local-a")
+    evil_dir, evil_config, evil_ports = serving_node(cluster, EVIL, "local-a")
+    seen = probe(evil, evil_key, "environment")
+    leaked = [n for n in seen["names"].split(",") if n.startswith(("RAMEN_", "AWS_", "NATS"))]
+    check(leaked == [], "none of the node's own variables in the tool's environment", seen)
+
+    # The control plane's keys and stores, other placements' configs, the node's own config
+    # (its bus credentials and ticket key): all exist, none readable.
+    data = cluster.work / "data"
+    secrets = [*data.glob("keys/*.key"), *data.glob("keys/nats/*.nk"), *cluster.work.glob("nats-auth/*"),
+               victim_dir / "node.toml", *(zones_root(cluster) / "local-a" / GROUP / "config").glob("*.toml"),
+               evil_dir / "node.toml"]
+    check(len(secrets) >= 5, "the secrets to reach for are there", secrets)
+    for path in secrets:
+        refused(f"reading {path.relative_to(cluster.work)}", probe(evil, evil_key, "read", path=str(path)))
+    refused("listing the zones", probe(evil, evil_key, "listdir", path=str(zones_root(cluster))))
+    found = probe(evil, evil_key, "walk_up",
+                  names=["keys/jwt.key", "keys/secrets.key", "nats-auth/zone-manager.creds"])
+    check(found == [], "nothing of the data dir found walking up from the tool's directory", found)
+    refused("writing into the victim's worker", probe(evil, evil_key, "write", path=str(victim_dir / "planted")))
+    for pid in (victim_ports["pid"], evil_ports["pid"]):
+        for name in ("environ", "mem"):
+            check(Path(f"/proc/{pid}/{name}").exists(), f"/proc/{pid}/{name} exists", None)
+            refused(f"reading /proc/{pid}/{name}", probe(evil, evil_key, "read", path=f"/proc/{pid}/{name}"))
+        refused(f"signalling node {pid}", probe(evil, evil_key, "signal", pid=pid))
+
+    # Ports: the bus, the control plane, the victim node's gRPC and admin ports; each listens.
+    host, port = nats_address(victim)
+    ports = {"the bus": (host, port), "the API": ("127.0.0.1", cluster.api_port),
+             "the victim's gRPC port": tuple(victim_ports["grpc"].rsplit(":", 1)),
+             "the victim's admin port": tuple(victim_ports["admin"].rsplit(":", 1))}
+    for what, (h, p) in ports.items():
+        socket.create_connection((h, int(p)), 5).close()
+        refused(f"connecting to {what}", probe(evil, evil_key, "connect", host=h, port=int(p)))
+    lines = probe(evil, evil_key, "publish", host=host, port=port,
+                  subject="ramen.events.v1.zone.deleted", payload=forged_zone_deleted("local-a").decode())
+    check(len(lines) == 1 and lines[0].startswith("refused"), "publishing on the bus refused", lines)
+    # What the victim's node accepts from anyone who could reach it: only a ticket for it.
+    admin = f"http://{victim_ports['admin']}"
+    check(httpx2.get(f"{admin}/status", timeout=10).status_code == 401, "the victim's /status without a ticket: 401")
+    check(httpx2.get(f"{admin}/healthz", timeout=10).status_code == 200, "the victim's /healthz stays public")
+
+    # The bus with the node's own credentials (what evil's code would have, could it read its
+    # config): events and JetStream's API refused, only its load reports allowed.
+    creds = cluster.work / "evil-node.creds"
+    creds.write_text(evil_config["nats_credentials"])
+    creds.chmod(0o600)
+    errors = bus_attempts(evil_config, creds, [
+        ("ramen.events.v1.zone.deleted", forged_zone_deleted("local-a")),
+        ("$JS.API.STREAM.DELETE.RAMEN_EVENTS", b""),
+    ])
+    for subject in ("ramen.events.v1.zone.deleted", "$JS.API.STREAM.DELETE.RAMEN_EVENTS"):
+        check(any("permissions" in e.lower() and subject.lower() in e.lower() for e in errors),
+              f"the node's credentials refused publishing {subject}", errors)
+
+    # A forged zone.deleted sent by a user allowed to publish it (the zone-manager's): the
+    # zone's record says it lives, so nothing is torn down.
+    log = cluster.logs["ramen" if cluster.topology == "up" else "zone-manager"]
+    ignored_before = log.read_text(errors="replace").count("ZoneDeleted ignored")
+    zm_creds = zone_manager_creds(cluster)
+    errors = bus_attempts(victim, zm_creds, [("ramen.events.v1.zone.deleted", forged_zone_deleted("local-a"))])
+    check(errors == [], "the zone-manager's user may publish zone.deleted", errors)
+    eventually("the forged zone.deleted logged and ignored", 60,
+               lambda: log.read_text(errors="replace").count("ZoneDeleted ignored") > ignored_before)
+
+    for zone in ("local-a", "local-b"):
+        check(status_of(url, key, zone=zone) == 200, f"the victim still served on {zone}")
+    check(mcp(url, key, add(6, 7)) == {"result": 13}, "the victim's tools still answer")
+    check(alive(victim_ports["pid"]), "the victim's node untouched", victim_ports)
+
+    cluster.cli("group", "delete", EVIL)
+    eventually("evil's workers gone", 120, lambda: evil_ports["pid"] not in cluster.worker_pids())
+    eventually("nothing of evil left", 120, lambda: cluster.leftovers(EVIL) == [])
+
+
+def zone_manager_creds(cluster: Cluster) -> Path:
+    """The zone-manager's NATS credentials: `ramen nats-auth init`'s in split; in `up`, issued
+    by the same command from a copy of the key set `ramen up` generated."""
+    if cluster.topology != "up":
+        return cluster.nats_auth / "zone-manager.creds"
+    copy = cluster.work / "up-nats-auth"
+    if not copy.exists():
+        shutil.copytree(cluster.work / "data" / "keys" / "nats", copy)
+        cluster.cli("nats-auth", "init", "--out", str(copy))
+        for creds in copy.glob("*.creds"):
+            cluster.never_shown(creds.read_text().split("-----BEGIN USER NKEY SEED-----")[1].split()[0])
+    return copy / "zone-manager.creds"
 
 
 def check_deploy_trace(cluster: Cluster) -> None:
