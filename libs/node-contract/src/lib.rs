@@ -16,8 +16,8 @@ pub mod egress;
 pub mod environment;
 mod policy;
 mod ports;
-pub mod tree;
 mod ticket_key;
+pub mod tree;
 
 use sha2::{Digest, Sha256};
 

@@ -146,6 +146,18 @@ pub enum ReadError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
+/// The most of `requirements.txt` anyone reads (the deployer hashes it, the environment
+/// builder and the node install it): a pin list of thousands of packages is some 100 KiB.
+pub const MAX_REQUIREMENTS_BYTES: u64 = 1 << 20;
+/// The most of `ramen.toml`, the manifest the node's runtime reads: a few lines per package.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
+/// A snapshot's `requirements.txt`, bounded ([`read_bounded`]); empty when there is none.
+pub fn read_requirements(root: &Path) -> Result<Vec<u8>, ReadError> {
+    Ok(read_bounded(root, Path::new("requirements.txt"), MAX_REQUIREMENTS_BYTES)?
+        .unwrap_or_default())
+}
+
 /// `limit` for a message: `1 MiB`, `64 KiB`, or bytes.
 pub fn bytes(limit: u64) -> String {
     match limit {

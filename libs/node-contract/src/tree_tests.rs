@@ -114,3 +114,16 @@ fn limits_read_as_units() {
     assert_eq!(bytes(64 << 10), "64 KiB");
     assert_eq!(bytes(1000), "1000 bytes");
 }
+
+#[test]
+fn requirements_are_read_bounded_by_the_node_as_by_the_deployer() {
+    let dir = tree();
+    assert_eq!(read_requirements(dir.path()).unwrap(), b"", "none: nothing to install");
+    link(dir.path(), "requirements.txt", "reqs/base.txt");
+    assert_eq!(read_requirements(dir.path()).unwrap(), b"mcp==2.3.0\n");
+    std::fs::remove_file(dir.path().join("requirements.txt")).unwrap();
+    let big = vec![b'#'; MAX_REQUIREMENTS_BYTES as usize + 1];
+    std::fs::write(dir.path().join("requirements.txt"), big).unwrap();
+    let refused = read_requirements(dir.path()).unwrap_err().to_string();
+    assert_eq!(refused, "refused requirements.txt: larger than the limit of 1 MiB");
+}

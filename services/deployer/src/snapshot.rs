@@ -14,19 +14,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ramen_blob::BlobStore;
-use ramen_node_contract::tree::{self, ReadError};
+use ramen_node_contract::tree::{self, MAX_MANIFEST_BYTES, MAX_REQUIREMENTS_BYTES, ReadError};
 use ramen_proto::common::v1::Snapshot;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::git::{Credentials, RepoCache};
-
-/// The most of `requirements.txt` the deployer reads (it hashes it; the environment builder
-/// installs it): a pin list of thousands of packages is some 100 KiB.
-pub const MAX_REQUIREMENTS_BYTES: u64 = 1 << 20;
-/// The most of `ramen.toml`, the manifest the node's runtime reads: a few lines per package.
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 /// The files of the tree the pipeline reads whole, and their limits. Each is checked here, at
 /// sync, so a link out of the tree, a special file or an oversized file fails the deploy

@@ -36,7 +36,8 @@ async fn build_inner(spec: &BuildSpec, blob: Arc<dyn BlobStore>) -> Result<Build
     fetch_verified(&*blob, "snapshot", &snapshot.key, &snapshot.digest, &tree)
         .await
         .map_err(|e| e.to_string())?;
-    let requirements = std::fs::read(tree.join("requirements.txt")).unwrap_or_default();
+    let requirements =
+        ramen_node_contract::tree::read_requirements(&tree).map_err(|e| e.to_string())?;
     if requirements.iter().all(u8::is_ascii_whitespace) {
         return Ok(BuildOutcome::default());
     }

@@ -189,7 +189,8 @@ impl Reloader {
     /// Runs pip only when `requirements.txt` differs from the last successful install.
     async fn install_requirements(&self, root: &Path) -> Result<bool, ReloadError> {
         let requirements = root.join("requirements.txt");
-        let contents = std::fs::read(&requirements).unwrap_or_default();
+        let contents =
+            ramen_node_contract::tree::read_requirements(root).map_err(std::io::Error::other)?;
         let digest = hex::encode(Sha256::digest(&contents));
         let marker = self.workdir.venv().join(".ramen-requirements.sha256");
         if std::fs::read_to_string(&marker).is_ok_and(|m| m.trim() == digest) {

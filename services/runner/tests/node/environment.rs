@@ -179,7 +179,6 @@ async fn a_requirement_naming_a_file_elsewhere_on_the_host_is_refused() {
         pip_args: vec!["--no-index".into()],
         workdir: dir.path().join("build"),
         sandbox: ramen_node_contract::SandboxConfig { enabled, ..Default::default() },
-        ..BuildSpec::default()
     };
     let store: Arc<dyn BlobStore> = Arc::new(blob.clone());
     // Confined first: an environment built unconfined would be found and reused.
