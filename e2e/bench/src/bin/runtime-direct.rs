@@ -36,6 +36,9 @@ struct Args {
     /// the same work per call as behind a node.
     #[arg(long)]
     client: Option<String>,
+    /// Run the runtime without the node's confinement (to measure what it costs).
+    #[arg(long)]
+    unconfined: bool,
 }
 
 async fn caller(runtime: Runtime, args: Args, warm_until: Instant, end: Instant) -> Recorder {
@@ -72,11 +75,11 @@ async fn caller(runtime: Runtime, args: Args, warm_until: Instant, end: Instant)
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let stop = tokio_util::sync::CancellationToken::new();
-    // Confined as on a node, so the figures include what confinement costs.
+    // Confined as on a node (unless --unconfined), so the figures include what it costs.
     let scratch = std::env::temp_dir().join(format!("ramen-runtime-direct-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
     let group_code = ramen_runner::confine::GroupCode {
-        confined: true,
+        confined: !args.unconfined,
         read: Vec::new(),
         scratch: scratch.clone(),
         connect_ports: Vec::new(),
