@@ -26,14 +26,17 @@ pub enum ClientAddrError {
     NotText,
 }
 
+/// A CIDR, or a bare address as its one-address network.
+pub fn parse_net(text: &str) -> Option<IpNet> {
+    let text = text.trim();
+    text.parse::<IpNet>().or_else(|_| text.parse::<IpAddr>().map(IpNet::from)).ok()
+}
+
 /// Parses a list of trusted proxies (CIDRs or bare addresses), naming `key` and the bad entry.
 pub fn parse_trusted(key: &str, list: &[String]) -> Result<Vec<IpNet>, String> {
     list.iter()
         .map(|s| {
-            let s = s.trim();
-            s.parse::<IpNet>()
-                .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| format!("{key}: `{s}` is not a CIDR or an address"))
+            parse_net(s).ok_or_else(|| format!("{key}: `{}` is not a CIDR or an address", s.trim()))
         })
         .collect()
 }

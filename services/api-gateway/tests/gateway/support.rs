@@ -63,15 +63,25 @@ impl Stack {
     }
 
     pub async fn start_with(limits: RateLimits, redis_url: Option<&str>) -> Stack {
-        Self::start_services(limits, redis_url, false).await
+        Self::start_services(limits, redis_url, false, false).await
     }
 
     /// Every service, as `ramen up` runs them: the domain routes reach real backends.
     pub async fn start_full() -> Stack {
-        Self::start_services(RateLimits::default(), None, true).await
+        Self::start_services(RateLimits::default(), None, true, false).await
     }
 
-    async fn start_services(limits: RateLimits, redis_url: Option<&str>, full: bool) -> Stack {
+    /// A gateway that believes `X-Forwarded-For` from 127.0.0.1, as behind a load balancer.
+    pub async fn start_behind_proxy() -> Stack {
+        Self::start_services(RateLimits::default(), None, false, true).await
+    }
+
+    async fn start_services(
+        limits: RateLimits,
+        redis_url: Option<&str>,
+        full: bool,
+        behind_proxy: bool,
+    ) -> Stack {
         let nats = Nats::start().await.expect("nats-server");
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), redis_url);
@@ -94,6 +104,9 @@ impl Stack {
         let mut settings = Settings::from_config(&config).unwrap();
         settings.auth_endpoint = format!("http://{}", auth.running.addr);
         settings.limits = limits;
+        if behind_proxy {
+            settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        }
         let running =
             ramen_api_gateway::start_with(platform.clone(), settings).await.expect("gateway");
         let http =
