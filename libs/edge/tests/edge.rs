@@ -43,7 +43,7 @@ async fn node(dir: &Path, zone: &str, ip_allow: &[&str], repo: &str) -> Worker {
         snapshot: Some(SnapshotRef { commit: "c1".into(), key, digest, environment: None }),
         policy: PolicyConfig {
             require_key: true,
-            key_hashes: vec![hash_key(KEY)],
+            key_hashes: vec![hash_key(KEY).into()],
             trusted_proxies: vec!["127.0.0.1/32".into()],
             ip_allow: ip_allow.iter().map(|s| s.to_string()).collect(),
             ..Default::default()

@@ -15,8 +15,9 @@ pub struct PolicyConfig {
     pub version: u64,
     /// Off only for fixtures such as the conformance run, which cannot send headers.
     pub require_key: bool,
-    /// Lowercase hex SHA-256 of each valid MCP key ([`crate::key_hash`]).
-    pub key_hashes: Vec<String>,
+    /// The MCP keys the node accepts, each with its expiry: the node checks it on every
+    /// request, so a key stops working when it expires, not when a policy is next pushed.
+    pub key_hashes: Vec<NodeKey>,
     /// CIDRs allowed to call; empty allows every source.
     pub ip_allow: Vec<String>,
     /// Peers whose `X-Forwarded-For` is believed (the edge, a load balancer).
@@ -28,6 +29,62 @@ pub struct PolicyConfig {
     /// `Origin` values browsers may call from (besides same-origin).
     pub allowed_origins: Vec<String>,
     pub verbose: bool,
+}
+
+/// One MCP key a node accepts. Written in a config or policy file as an object, or as a bare
+/// hash (a key that never expires, as configs before expiries travelled read).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(from = "NodeKeyText")]
+pub struct NodeKey {
+    /// Lowercase hex SHA-256 of the key ([`crate::key_hash`]).
+    pub sha256_hex: String,
+    /// Unix milliseconds from which the key is refused; 0 = never.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub expires_at_unix_ms: i64,
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
+}
+
+impl NodeKey {
+    pub fn new(sha256_hex: impl Into<String>, expires_at_unix_ms: i64) -> Self {
+        Self { sha256_hex: sha256_hex.into(), expires_at_unix_ms }
+    }
+
+    /// Whether the key is refused at `now_unix_ms`.
+    pub fn expired_at(&self, now_unix_ms: i64) -> bool {
+        self.expires_at_unix_ms != 0 && now_unix_ms >= self.expires_at_unix_ms
+    }
+}
+
+/// A key that never expires.
+impl From<String> for NodeKey {
+    fn from(sha256_hex: String) -> Self {
+        Self::new(sha256_hex, 0)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NodeKeyText {
+    Hash(String),
+    Key {
+        sha256_hex: String,
+        #[serde(default)]
+        expires_at_unix_ms: i64,
+    },
+}
+
+impl From<NodeKeyText> for NodeKey {
+    fn from(text: NodeKeyText) -> Self {
+        match text {
+            NodeKeyText::Hash(hash) => Self::new(hash, 0),
+            NodeKeyText::Key { sha256_hex, expires_at_unix_ms } => {
+                Self::new(sha256_hex, expires_at_unix_ms)
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -44,8 +101,8 @@ impl PolicyConfig {
         for net in self.ip_allow.iter().chain(&self.trusted_proxies) {
             parse_net(net)?;
         }
-        for hash in &self.key_hashes {
-            parse_key_hash(hash)?;
+        for key in &self.key_hashes {
+            parse_key_hash(&key.sha256_hex)?;
         }
         Ok(())
     }
@@ -73,13 +130,30 @@ mod tests {
     fn refusals_name_the_bad_entry() {
         let bad_net = PolicyConfig { ip_allow: vec!["10.0.0.0/33".into()], ..Default::default() };
         assert_eq!(bad_net.validate(), Err(PolicyError::BadCidr("10.0.0.0/33".into())));
-        let bad_hash = PolicyConfig { key_hashes: vec!["abc".into()], ..Default::default() };
+        let bad_hash =
+            PolicyConfig { key_hashes: vec![String::from("abc").into()], ..Default::default() };
         assert_eq!(bad_hash.validate(), Err(PolicyError::BadKeyHash("abc".into())));
         let good = PolicyConfig {
             ip_allow: vec!["10.0.0.0/8".into(), "192.0.2.7".into()],
-            key_hashes: vec![crate::key_hash("k")],
+            key_hashes: vec![crate::key_hash("k").into()],
             ..Default::default()
         };
         assert_eq!(good.validate(), Ok(()));
+    }
+
+    #[test]
+    fn keys_carry_their_expiry_and_bare_hashes_still_read() {
+        let hash = crate::key_hash("k");
+        let text = format!(
+            r#"{{"key_hashes": ["{hash}", {{"sha256_hex": "{hash}", "expires_at_unix_ms": 1000}}]}}"#
+        );
+        let config: PolicyConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(config.key_hashes, [NodeKey::new(&hash, 0), NodeKey::new(&hash, 1000)]);
+        let round: PolicyConfig =
+            serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
+        assert_eq!(round, config);
+        let expiring = &config.key_hashes[1];
+        assert!(!expiring.expired_at(999) && expiring.expired_at(1000));
+        assert!(!config.key_hashes[0].expired_at(i64::MAX), "0 never expires");
     }
 }

@@ -19,7 +19,7 @@ fn bearer(authorization: Option<&str>) -> Option<&str> {
 #[derive(Debug, Default)]
 pub struct Policy {
     pub require_key: bool,
-    key_hashes: Vec<[u8; 32]>,
+    keys: Vec<CompiledKey>,
     allow: Vec<IpNet>,
     trusted_proxies: Vec<IpNet>,
     blocked: HashSet<String>,
@@ -29,17 +29,35 @@ pub struct Policy {
     pub source: PolicyConfig,
 }
 
+#[derive(Debug)]
+struct CompiledKey {
+    digest: [u8; 32],
+    /// Unix ms from which the key is refused; 0 = never.
+    expires_at_unix_ms: i64,
+}
+
+fn now_unix_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since_epoch.map_or(0, |d| d.as_millis() as i64)
+}
+
 fn parse_nets(list: &[String]) -> Result<Vec<IpNet>, PolicyError> {
     list.iter().map(|s| parse_net(s)).collect()
 }
 
 impl Policy {
     pub fn compile(config: PolicyConfig) -> Result<Self, PolicyError> {
-        let key_hashes =
-            config.key_hashes.iter().map(|h| parse_key_hash(h)).collect::<Result<_, _>>()?;
+        let keys = config
+            .key_hashes
+            .iter()
+            .map(|k| {
+                let digest = parse_key_hash(&k.sha256_hex)?;
+                Ok(CompiledKey { digest, expires_at_unix_ms: k.expires_at_unix_ms })
+            })
+            .collect::<Result<_, PolicyError>>()?;
         Ok(Self {
             require_key: config.require_key,
-            key_hashes,
+            keys,
             allow: parse_nets(&config.ip_allow)?,
             trusted_proxies: parse_nets(&config.trusted_proxies)?,
             blocked: config.blocked.iter().map(|s| s.trim().to_owned()).collect(),
@@ -54,7 +72,9 @@ impl Policy {
         })
     }
 
-    /// Whether `Authorization: Bearer <key>` names a valid key (constant-time per hash).
+    /// Whether `Authorization: Bearer <key>` names a key that has not expired (constant-time
+    /// per hash). The expiry is read on every request: a key stops working when it expires,
+    /// whether or not a policy has been pushed since.
     pub fn key_ok(&self, authorization: Option<&str>) -> bool {
         if !self.require_key {
             return true;
@@ -63,7 +83,11 @@ impl Policy {
             return false;
         };
         let digest = key_digest(key);
-        self.key_hashes.iter().fold(false, |found, h| found | bool::from(h.ct_eq(&digest)))
+        let now = now_unix_ms();
+        self.keys.iter().fold(false, |found, k| {
+            let live = k.expires_at_unix_ms == 0 || now < k.expires_at_unix_ms;
+            found | (bool::from(k.digest.ct_eq(&digest)) & live)
+        })
     }
 
     /// Whose session an `initialize` opens, for the per-key cap: a digest of the caller's MCP

@@ -9,7 +9,7 @@ fn policy(config: PolicyConfig) -> Policy {
 fn keys_are_checked_against_hashes() {
     let p = policy(PolicyConfig {
         require_key: true,
-        key_hashes: vec![hash_key("rk_good")],
+        key_hashes: vec![hash_key("rk_good").into()],
         ..Default::default()
     });
     assert!(p.key_ok(Some("Bearer rk_good")));
@@ -18,6 +18,22 @@ fn keys_are_checked_against_hashes() {
     assert!(!p.key_ok(None));
     let open = policy(PolicyConfig::default());
     assert!(open.key_ok(None));
+}
+
+#[test]
+fn an_expired_key_is_refused_and_a_live_one_kept() {
+    let p = policy(PolicyConfig {
+        require_key: true,
+        key_hashes: vec![
+            ramen_node_contract::NodeKey::new(hash_key("rk_past"), 1),
+            ramen_node_contract::NodeKey::new(hash_key("rk_future"), i64::MAX),
+            hash_key("rk_forever").into(),
+        ],
+        ..Default::default()
+    });
+    assert!(!p.key_ok(Some("Bearer rk_past")), "expired in 1970");
+    assert!(p.key_ok(Some("Bearer rk_future")));
+    assert!(p.key_ok(Some("Bearer rk_forever")));
 }
 
 #[test]
@@ -109,8 +125,10 @@ fn bad_entries_are_named() {
     })
     .unwrap_err();
     assert_eq!(err, PolicyError::BadCidr("10.0.0.0/33".into()));
-    let err =
-        Policy::compile(PolicyConfig { key_hashes: vec!["abc".into()], ..Default::default() })
-            .unwrap_err();
+    let err = Policy::compile(PolicyConfig {
+        key_hashes: vec![String::from("abc").into()],
+        ..Default::default()
+    })
+    .unwrap_err();
     assert_eq!(err, PolicyError::BadKeyHash("abc".into()));
 }

@@ -1,6 +1,8 @@
 //! Who may call: MCP keys (401), the IP allow-list with X-Forwarded-For from trusted proxies
 //! only, and Origin validation (403). Policies are swapped live on one node.
 
+use std::time::Duration;
+
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, ORIGIN, WWW_AUTHENTICATE};
 use reqwest::{RequestBuilder, StatusCode};
 use serde_json::{Value, json};
@@ -56,10 +58,48 @@ async fn calls_without_a_valid_key_get_401() {
     assert_eq!(status(with_key(&node.url)).await, 200, "the right key");
 
     // Keys are part of the live policy: a rotated-out key stops working at once.
-    node.set_policy(|p| p.key_hashes = vec![ramen_node_contract::key_hash("rk_test_rotated")]);
+    node.set_policy(|p| {
+        p.key_hashes = vec![ramen_node_contract::key_hash("rk_test_rotated").into()]
+    });
     assert_eq!(status(with_key(&node.url)).await, 401);
     let rotated = initialize(&node.url).header(AUTHORIZATION, "Bearer rk_test_rotated");
     assert_eq!(status(rotated).await, 200);
+    node.stop().await;
+}
+
+/// A key stops working when it expires, with no policy pushed after it was given. Failed
+/// before expiries reached the node (the bare hash answered 200 until the next push).
+#[tokio::test]
+async fn an_expired_key_is_refused_without_a_push() {
+    let node = support::start("examples/hello-repo", |_| {}).await;
+    let now_ms =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+            as i64;
+    let expires_at = now_ms + 1_500;
+    node.set_policy(|p| {
+        p.key_hashes = vec![
+            ramen_node_contract::NodeKey::new(ramen_node_contract::key_hash(KEY), expires_at),
+            ramen_node_contract::key_hash("rk_test_forever").into(),
+        ]
+    });
+    assert_eq!(status(with_key(&node.url)).await, 200, "before its expiry");
+    ramen_testkit::eventually(
+        "the key is refused once expired",
+        Duration::from_secs(10),
+        || async {
+            match status(with_key(&node.url)).await {
+                StatusCode::UNAUTHORIZED => Ok(()),
+                other => Err(other),
+            }
+        },
+    )
+    .await;
+    let after =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+            as i64;
+    assert!(after >= expires_at, "refused only from its expiry on");
+    let forever = initialize(&node.url).header(AUTHORIZATION, "Bearer rk_test_forever");
+    assert_eq!(status(forever).await, 200, "a key without an expiry still works");
     node.stop().await;
 }
 

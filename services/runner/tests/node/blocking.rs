@@ -123,7 +123,7 @@ async fn a_policy_file_is_read_at_start_and_followed() {
         let policy = ramen_runner::PolicyConfig {
             version,
             require_key: true,
-            key_hashes: vec![ramen_node_contract::key_hash(support::KEY)],
+            key_hashes: vec![ramen_node_contract::key_hash(support::KEY).into()],
             blocked: blocked.iter().map(|b| b.to_string()).collect(),
             ..Default::default()
         };

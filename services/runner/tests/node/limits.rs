@@ -94,7 +94,7 @@ async fn sessions_are_bounded_per_key() {
     const OTHER: &str = "rk_test_other_key_0123";
     let node = support::start("examples/hello-repo", |config| {
         config.max_sessions_per_key = 3;
-        config.policy.key_hashes.push(ramen_node_contract::key_hash(OTHER));
+        config.policy.key_hashes.push(ramen_node_contract::key_hash(OTHER).into());
     })
     .await;
     let initialize = |key: &'static str| {

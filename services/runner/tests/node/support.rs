@@ -119,7 +119,7 @@ pub fn base_config(dir: &Path) -> NodeConfig {
         blob: ramen_runner::BlobConfig { dir: Some(dir.join("blobs")), s3: None },
         policy: PolicyConfig {
             require_key: true,
-            key_hashes: vec![hash_key(KEY)],
+            key_hashes: vec![hash_key(KEY).into()],
             ..Default::default()
         },
         ticket_keys: control_plane()
