@@ -3,6 +3,7 @@
 
 mod bodies;
 mod console;
+mod login_csrf;
 mod matrix;
 mod openapi;
 mod rate_limit;
