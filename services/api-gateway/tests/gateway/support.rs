@@ -35,6 +35,17 @@ pub fn config(dir: &std::path::Path, redis_url: Option<&str>) -> Config {
     config
 }
 
+/// How [`Stack`] starts.
+#[derive(Default)]
+struct Setup<'a> {
+    limits: RateLimits,
+    redis_url: Option<&'a str>,
+    /// Every service, not only auth.
+    full: bool,
+    /// Loopback is a trusted proxy.
+    proxied: bool,
+}
+
 pub struct Stack {
     pub api: SocketAddr,
     pub auth_addr: SocketAddr,
@@ -63,18 +74,27 @@ impl Stack {
     }
 
     pub async fn start_with(limits: RateLimits, redis_url: Option<&str>) -> Stack {
-        Self::start_services(limits, redis_url, false).await
+        Self::start_services(Setup { limits, redis_url, ..Setup::default() }).await
+    }
+
+    /// Behind a trusted proxy on loopback: each request names its client in `X-Forwarded-For`.
+    pub async fn start_proxied(limits: RateLimits) -> Stack {
+        Self::start_services(Setup { limits, proxied: true, ..Setup::default() }).await
     }
 
     /// Every service, as `ramen up` runs them: the domain routes reach real backends.
     pub async fn start_full() -> Stack {
-        Self::start_services(RateLimits::default(), None, true).await
+        Self::start_services(Setup { full: true, ..Setup::default() }).await
     }
 
-    async fn start_services(limits: RateLimits, redis_url: Option<&str>, full: bool) -> Stack {
+    async fn start_services(setup: Setup<'_>) -> Stack {
+        let Setup { limits, redis_url, full, proxied } = setup;
         let nats = Nats::start().await.expect("nats-server");
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), redis_url);
+        if proxied {
+            config.gateway.trusted_proxies = "127.0.0.1/32".into();
+        }
         if full {
             // Known ports: the services find each other from the listen addresses.
             let free = || SocketAddr::from(([127, 0, 0, 1], ramen_testkit::free_port()));
