@@ -72,6 +72,16 @@ pub struct RefreshRecord {
     pub revoked_at_ms: Option<i64>,
 }
 
+/// `auth_revoked_sessions`, id = the session (refresh-token family) id: a session signed out
+/// or ended by a password change. Its access tokens carry the id (`sid`) and are refused while
+/// the record lives, which is longer than any of them can (the access TTL and a margin).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RevokedSessionRecord {
+    pub user_id: String,
+    pub revoked_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
 /// `auth_mcp_keys`, id = key id.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct McpKeyRecord {

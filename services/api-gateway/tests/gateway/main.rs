@@ -7,6 +7,7 @@ mod login_csrf;
 mod matrix;
 mod openapi;
 mod rate_limit;
+mod revocation;
 mod sessions;
 mod support;
 mod tokens;

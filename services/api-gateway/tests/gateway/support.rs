@@ -132,6 +132,18 @@ impl Stack {
         stack
     }
 
+    /// Another replica of auth and of the gateway over the same store and shared state (as a
+    /// second pod of each would run); answers the new gateway's address.
+    pub async fn replica(&self) -> SocketAddr {
+        let auth = ramen_auth::launch(self.platform.clone()).await.expect("auth replica");
+        let mut settings = Settings::from_config(&self.platform.config).unwrap();
+        settings.auth_endpoint = format!("http://{}", auth.running.addr);
+        let running = ramen_api_gateway::start_with(self.platform.clone(), settings)
+            .await
+            .expect("gateway replica");
+        running.addr
+    }
+
     /// Sets a real password on the bootstrap admin, so it is an ordinary super admin.
     async fn retire_bootstrap(&self, email: &str, otp: &str) {
         let session = self.login(email, otp).await;
