@@ -5,13 +5,14 @@ use std::sync::Arc;
 use ramen_store::{Collection, CollectionSpec, DocumentStore, StoreError};
 
 use crate::model::{
-    AuditRecord, GroupRecord, McpKeyRecord, MembershipRecord, RefreshRecord, RevokedSessionRecord,
-    SecretRecord, ServiceAccountRecord, UserRecord,
+    AuditRecord, GroupRecord, McpKeyRecord, MembershipRecord, PendingAccountRecord, RefreshRecord,
+    RevokedSessionRecord, SecretRecord, ServiceAccountRecord, UserRecord,
 };
 
 pub const USERS: &str = "auth_users";
 pub const GROUPS: &str = "auth_groups";
 pub const MEMBERSHIPS: &str = "auth_memberships";
+pub const PENDING_ACCOUNTS: &str = "auth_pending_accounts";
 pub const REFRESH_TOKENS: &str = "auth_refresh_tokens";
 pub const REVOKED_SESSIONS: &str = "auth_revoked_sessions";
 pub const MCP_KEYS: &str = "auth_mcp_keys";
@@ -24,6 +25,7 @@ pub struct Collections {
     pub users: Collection<UserRecord>,
     pub groups: Collection<GroupRecord>,
     pub memberships: Collection<MembershipRecord>,
+    pub pending: Collection<PendingAccountRecord>,
     pub refresh: Collection<RefreshRecord>,
     pub revoked: Collection<RevokedSessionRecord>,
     pub keys: Collection<McpKeyRecord>,
@@ -38,6 +40,7 @@ impl Collections {
             users: Collection::new(store.clone(), USERS),
             groups: Collection::new(store.clone(), GROUPS),
             memberships: Collection::new(store.clone(), MEMBERSHIPS),
+            pending: Collection::new(store.clone(), PENDING_ACCOUNTS),
             refresh: Collection::new(store.clone(), REFRESH_TOKENS),
             revoked: Collection::new(store.clone(), REVOKED_SESSIONS),
             keys: Collection::new(store.clone(), MCP_KEYS),
@@ -53,6 +56,7 @@ impl Collections {
             CollectionSpec::new(USERS).unique("email", ["email"]),
             CollectionSpec::new(GROUPS),
             CollectionSpec::new(MEMBERSHIPS).index("group", ["group"]).index("user", ["user_id"]),
+            CollectionSpec::new(PENDING_ACCOUNTS).index("user", ["user_id"]),
             CollectionSpec::new(REFRESH_TOKENS)
                 .index("family", ["family_id"])
                 .index("user", ["user_id"]),

@@ -58,6 +58,14 @@ pub fn membership_id(group: &str, user_id: &str) -> String {
     format!("{group}/{user_id}")
 }
 
+/// `auth_pending_accounts`, id = an email (lowercased) that a group admin added as a member
+/// before it had an account: the user id reserved for it (see `pending.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PendingAccountRecord {
+    pub user_id: String,
+    pub created_at_ms: i64,
+}
+
 /// `auth_refresh_tokens`, id = lowercase hex SHA-256 of the token. One login starts a family;
 /// every refresh marks the presented token used and adds the next one to the family.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -5,6 +5,7 @@ mod bodies;
 mod console;
 mod login_csrf;
 mod matrix;
+mod members;
 mod openapi;
 mod rate_limit;
 mod revocation;
