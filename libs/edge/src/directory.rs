@@ -3,6 +3,7 @@
 //! `Mcp-Name` header before any node sees it.
 
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,9 @@ pub struct ZoneRoute {
     pub zone: String,
     /// Empty allows every source.
     pub ip_allow: Vec<IpNet>,
+    /// Rules the zone-manager sent that are not CIDRs. A zone with any is served to no one:
+    /// dropping them could leave an empty list, which allows everyone.
+    pub unparsable_ip_rules: Vec<String>,
     /// Where new sessions and stateless calls go.
     pub workers: Vec<WorkerRoute>,
     /// `host:port` of the zone's other live workers, which take nothing new but still answer
@@ -31,7 +35,28 @@ pub struct ZoneRoute {
     pub hosting_only: Vec<String>,
 }
 
+/// Whether a zone takes a client's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    Allowed,
+    /// The client's address is outside the zone's IP rules.
+    Forbidden,
+    /// The zone's IP rules cannot be read: it serves no one.
+    Unreadable,
+}
+
 impl ZoneRoute {
+    /// Whether `client` (already canonical: see `ramen_client_addr`) may call this zone.
+    pub fn admits(&self, client: IpAddr) -> Admission {
+        if !self.unparsable_ip_rules.is_empty() {
+            Admission::Unreadable
+        } else if self.ip_allow.is_empty() || self.ip_allow.iter().any(|n| n.contains(&client)) {
+            Admission::Allowed
+        } else {
+            Admission::Forbidden
+        }
+    }
+
     /// Whether a session held by the worker at `address` is this zone's.
     pub fn hosts(&self, address: &str) -> bool {
         self.workers.iter().any(|w| w.address == address)
@@ -47,9 +72,20 @@ pub fn zone_routes(zones: Vec<ZoneEndpoints>) -> Vec<ZoneRoute> {
         .map(|z| {
             let (serving, others): (Vec<_>, Vec<_>) =
                 z.endpoints.into_iter().partition(|e| e.serving);
+            let (mut ip_allow, mut unparsable_ip_rules) = (Vec::new(), Vec::new());
+            for rule in &z.ip_rules {
+                match ramen_client_addr::parse_net(rule) {
+                    Some(net) => ip_allow.push(net),
+                    None => unparsable_ip_rules.push(rule.clone()),
+                }
+            }
+            if !unparsable_ip_rules.is_empty() {
+                tracing::error!(zone = %z.zone, rules = ?unparsable_ip_rules, "a zone's IP rules are not CIDRs; the edge serves the zone to no one until they are fixed");
+            }
             ZoneRoute {
                 zone: z.zone,
-                ip_allow: z.ip_rules.iter().filter_map(|r| r.parse().ok()).collect(),
+                ip_allow,
+                unparsable_ip_rules,
                 workers: serving
                     .into_iter()
                     .map(|e| WorkerRoute { id: e.worker_id, address: e.address, weight: e.weight })

@@ -24,7 +24,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use crate::ZONE_HEADER;
-use crate::directory::{Directory, DirectoryError, Route};
+use crate::directory::{Admission, Directory, DirectoryError, Route, ZoneRoute};
 use crate::select::{self, Refusal};
 use crate::session::SessionSealer;
 use crate::stateless;
@@ -134,7 +134,14 @@ async fn serve(
         let message = "the MCP endpoint takes POST, GET and DELETE";
         return (refuse(StatusCode::METHOD_NOT_ALLOWED, message), false);
     }
-    let client = client_ip(&edge.settings, peer.ip(), request.headers());
+    let client = match ramen_client_addr::client_ip(
+        peer.ip(),
+        request.headers(),
+        &edge.settings.trusted_proxies,
+    ) {
+        Ok(client) => client,
+        Err(err) => return (refuse(StatusCode::BAD_REQUEST, &err.to_string()), false),
+    };
     let route = match edge.directory.route(group, environment).await {
         Ok(route) => route,
         Err(DirectoryError::NotFound { .. }) => {
@@ -203,8 +210,8 @@ async fn resume_on(
             .into_response()
     };
     let Some((zone, worker)) = found else { return gone(&body) };
-    if !zone.ip_allow.is_empty() && !zone.ip_allow.iter().any(|n| n.contains(&client)) {
-        return refuse(StatusCode::FORBIDDEN, &format!("source address {client} is not allowed"));
+    if let Some(refused) = admission_refused(zone, client) {
+        return refused;
     }
     match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
         Ok(response) => response,
@@ -238,8 +245,8 @@ async fn follow_session(
     let Some(zone) = zone else {
         return refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one");
     };
-    if !zone.ip_allow.is_empty() && !zone.ip_allow.iter().any(|n| n.contains(&client)) {
-        return refuse(StatusCode::FORBIDDEN, &format!("source address {client} is not allowed"));
+    if let Some(refused) = admission_refused(zone, client) {
+        return refused;
     }
     match forward(edge, &worker, Some(&node_session), client, &parts, body).await {
         Ok(response) => response,
@@ -313,12 +320,8 @@ async fn place_on(
                 &format!("zone {zone:?} does not serve this environment"),
             ));
         }
-        Err(Refusal::Forbidden) => {
-            return Placement::Answered(refuse(
-                StatusCode::FORBIDDEN,
-                &format!("source address {client} is not allowed"),
-            ));
-        }
+        Err(Refusal::Forbidden) => return Placement::Answered(forbidden(client)),
+        Err(Refusal::UnreadableRules(zone)) => return Placement::Answered(unreadable(&zone)),
         Err(Refusal::NoWorkers) => return Placement::NotTaken(None),
     };
     let mut refused = None;
@@ -338,6 +341,26 @@ async fn place_on(
         }
     }
     Placement::NotTaken(refused)
+}
+
+fn forbidden(client: IpAddr) -> Response {
+    refuse(StatusCode::FORBIDDEN, &format!("source address {client} is not allowed"))
+}
+
+/// A zone whose IP rules are not CIDRs (the rules are logged, not told to the caller).
+fn unreadable(zone: &str) -> Response {
+    let message = format!(
+        "zone {zone:?} cannot be served: its IP rules cannot be read; an operator must fix them"
+    );
+    refuse(StatusCode::SERVICE_UNAVAILABLE, &message)
+}
+
+fn admission_refused(zone: &ZoneRoute, client: IpAddr) -> Option<Response> {
+    match zone.admits(client) {
+        Admission::Allowed => None,
+        Admission::Forbidden => Some(forbidden(client)),
+        Admission::Unreadable => Some(unreadable(&zone.zone)),
+    }
 }
 
 fn unavailable(message: &str) -> Response {
@@ -363,11 +386,10 @@ async fn forward(
     if let Some(session) = node_session.and_then(|s| HeaderValue::from_str(s).ok()) {
         headers.insert(SESSION, session);
     }
-    let forwarded = match parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-        Some(chain) => format!("{chain}, {client}"),
-        None => client.to_string(),
-    };
-    if let Ok(value) = HeaderValue::from_str(&forwarded) {
+    // The node trusts the edge and reads the right-most entry: the client the edge settled
+    // on, alone, so the node cannot read the chain differently (the client's own words left
+    // of it are never passed on).
+    if let Ok(value) = HeaderValue::from_str(&client.to_string()) {
         headers.insert(HeaderName::from_static("x-forwarded-for"), value);
     }
     // The node's spans join the trace of the request that reached the edge.
@@ -425,17 +447,4 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     for name in HOP_BY_HOP {
         headers.remove(name);
     }
-}
-
-fn client_ip(settings: &EdgeSettings, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
-    if !settings.trusted_proxies.iter().any(|n| n.contains(&peer)) {
-        return peer;
-    }
-    headers
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|chain| {
-            chain.rsplit(',').map(str::trim).find_map(|hop| hop.parse::<IpAddr>().ok())
-        })
-        .unwrap_or(peer)
 }

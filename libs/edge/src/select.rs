@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use rand::Rng;
 
-use crate::directory::{Route, WorkerRoute, ZoneRoute};
+use crate::directory::{Admission, Route, WorkerRoute, ZoneRoute};
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refusal {
@@ -13,6 +13,9 @@ pub enum Refusal {
     UnknownZone(String),
     /// The client's address is outside the IP rules of every candidate zone.
     Forbidden,
+    /// The zone's IP rules cannot be read (the pinned one, or every zone the client's address
+    /// was not refused by): served to no one.
+    UnreadableRules(String),
     /// No candidate zone has a ready worker.
     NoWorkers,
 }
@@ -24,25 +27,30 @@ pub fn zones<'a>(
     pinned: Option<&str>,
     client: IpAddr,
 ) -> Result<Vec<&'a ZoneRoute>, Refusal> {
-    let allowed =
-        |z: &ZoneRoute| z.ip_allow.is_empty() || z.ip_allow.iter().any(|n| n.contains(&client));
     if let Some(pinned) = pinned {
         let zone = route
             .zones
             .iter()
             .find(|z| z.zone == pinned)
             .ok_or_else(|| Refusal::UnknownZone(pinned.to_owned()))?;
-        if !allowed(zone) {
-            return Err(Refusal::Forbidden);
+        match zone.admits(client) {
+            Admission::Allowed => {}
+            Admission::Forbidden => return Err(Refusal::Forbidden),
+            Admission::Unreadable => return Err(Refusal::UnreadableRules(zone.zone.clone())),
         }
         if zone.workers.is_empty() {
             return Err(Refusal::NoWorkers);
         }
         return Ok(vec![zone]);
     }
-    let permitted: Vec<&ZoneRoute> = route.zones.iter().filter(|z| allowed(z)).collect();
+    let permitted: Vec<&ZoneRoute> =
+        route.zones.iter().filter(|z| z.admits(client) == Admission::Allowed).collect();
     if permitted.is_empty() && !route.zones.is_empty() {
-        return Err(Refusal::Forbidden);
+        let unreadable = route.zones.iter().find(|z| z.admits(client) == Admission::Unreadable);
+        return Err(match unreadable {
+            Some(zone) => Refusal::UnreadableRules(zone.zone.clone()),
+            None => Refusal::Forbidden,
+        });
     }
     let mut candidates: Vec<&ZoneRoute> =
         permitted.into_iter().filter(|z| !z.workers.is_empty()).collect();
@@ -92,6 +100,7 @@ mod tests {
             hosting_only: Vec::new(),
             zone: name.into(),
             ip_allow: rules.iter().map(|r| r.parse().unwrap()).collect(),
+            unparsable_ip_rules: Vec::new(),
             workers: weights
                 .iter()
                 .enumerate()
@@ -134,5 +143,20 @@ mod tests {
         assert!((1650..1950).contains(&first_a), "about 90% to zone a, got {first_a}/2000");
         let empty = Route { zones: vec![zone("c", &[], &[])] };
         assert_eq!(zones(&empty, None, client), Err(Refusal::NoWorkers));
+    }
+
+    #[test]
+    fn a_zone_with_unreadable_rules_serves_no_one() {
+        let client: IpAddr = "10.1.1.1".parse().unwrap();
+        let bad =
+            ZoneRoute { unparsable_ip_rules: vec!["10.0.0.0/33".into()], ..zone("a", &[], &[1]) };
+        let open = zone("b", &[], &[1]);
+        let route = Route { zones: vec![bad.clone()] };
+        assert_eq!(zones(&route, None, client), Err(Refusal::UnreadableRules("a".into())));
+        assert_eq!(zones(&route, Some("a"), client), Err(Refusal::UnreadableRules("a".into())));
+        // Another zone still serves; the unreadable one is never among the candidates.
+        let route = Route { zones: vec![bad, open] };
+        let chosen = zones(&route, None, client).unwrap();
+        assert_eq!(chosen.iter().map(|z| z.zone.as_str()).collect::<Vec<_>>(), ["b"]);
     }
 }

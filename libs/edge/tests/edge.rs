@@ -74,6 +74,7 @@ fn zone_route(zone: &str, worker: &Worker, weight: u32, rules: &[&str]) -> ZoneR
         hosting_only: Vec::new(),
         zone: zone.into(),
         ip_allow: rules.iter().map(|r| r.parse().unwrap()).collect(),
+        unparsable_ip_rules: Vec::new(),
         workers: vec![WorkerRoute {
             id: format!("{zone}-1"),
             address: worker.mcp_addr.to_string(),
@@ -342,6 +343,68 @@ async fn edge_applies_zone_ip_rules_and_forwards_the_client_address() {
         .await
         .unwrap();
     assert_eq!(allowed.status(), 200, "the node saw 203.0.113.9 through the edge");
+}
+
+fn initialize_body() -> Value {
+    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}})
+}
+
+/// HAProxy adds its own `X-Forwarded-For` line: a client's first line must not become its
+/// address. Failed before the shared rule (the edge read only the first line: 200).
+#[tokio::test]
+async fn a_second_forwarded_line_cannot_smuggle_an_allowed_address() {
+    let setup = setup(&[]).await;
+    let (a, b) = (setup.a.as_ref().unwrap(), setup.b.as_ref().unwrap());
+    let rules = ["10.9.9.9/32"];
+    setup.directory.set(
+        "g",
+        "prod",
+        Route { zones: vec![zone_route("a", a, 50, &rules), zone_route("b", b, 50, &rules)] },
+    );
+    let client = Client::new(&setup.edge_url);
+    let one = client.post(initialize_body()).header("x-forwarded-for", "203.0.113.7");
+    assert_eq!(one.send().await.unwrap().status(), 403);
+    let two = client
+        .post(initialize_body())
+        .header("x-forwarded-for", "10.9.9.9")
+        .header("x-forwarded-for", "203.0.113.7");
+    let two = two.send().await.unwrap();
+    assert_eq!(two.status(), 403, "the last line names the client: {:?}", two.text().await);
+    let allowed = client.post(initialize_body()).header("x-forwarded-for", "10.9.9.9");
+    assert_eq!(allowed.send().await.unwrap().status(), 200);
+    for bad in ["10.9.9.9:4000", "unknown", "10.9.9.9, nonsense"] {
+        let refused = client.post(initialize_body()).header("x-forwarded-for", bad);
+        let refused = refused.send().await.unwrap();
+        assert_eq!(refused.status(), 400, "{bad}");
+        let text = refused.text().await.unwrap();
+        assert!(text.contains("X-Forwarded-For"), "{bad}: {text}");
+    }
+}
+
+/// A zone whose IP rules the edge cannot parse is not served as if it had none.
+/// Failed before (the rule was dropped and the empty list allowed everyone: 200).
+#[tokio::test]
+async fn a_zone_with_unparsable_ip_rules_is_refused_not_opened() {
+    let setup = setup(&[]).await;
+    let a = setup.a.as_ref().unwrap();
+    let endpoints = ramen_proto::zone::v1::ZoneEndpoints {
+        zone: "a".into(),
+        ip_rules: vec!["10.0.0.0/33".into()],
+        endpoints: vec![ramen_proto::zone::v1::Endpoint {
+            worker_id: "a-1".into(),
+            address: a.mcp_addr.to_string(),
+            weight: 1,
+            serving: true,
+            ..Default::default()
+        }],
+    };
+    let zones = ramen_edge::zone_routes(vec![endpoints]);
+    setup.directory.set("g", "prod", Route { zones });
+    let client = Client::new(&setup.edge_url);
+    let refused = client.post(initialize_body()).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    let text = refused.text().await.unwrap();
+    assert!(text.contains("IP rules cannot be read"), "{text}");
 }
 
 #[tokio::test]

@@ -183,7 +183,7 @@ impl FromRequestParts<Gateway> for Anonymous {
         parts: &mut Parts,
         gateway: &Gateway,
     ) -> Result<Self, Self::Rejection> {
-        let addr = crate::client_addr::from_parts(parts, gateway);
+        let addr = crate::client_addr::from_parts(parts, gateway)?;
         Ok(Self { call: Caller::new(String::new(), request_id(parts)), addr })
     }
 }
@@ -198,7 +198,7 @@ impl FromRequestParts<Gateway> for ClientAddr {
         parts: &mut Parts,
         gateway: &Gateway,
     ) -> Result<Self, Self::Rejection> {
-        Ok(Self(crate::client_addr::from_parts(parts, gateway)))
+        Ok(Self(crate::client_addr::from_parts(parts, gateway)?))
     }
 }
 

@@ -75,27 +75,21 @@ impl Policy {
         }
     }
 
-    /// The caller's address: the socket peer, or — only when the peer is a trusted proxy —
-    /// the right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
-    pub fn client_ip(&self, peer: IpAddr, forwarded_for: Option<&str>) -> IpAddr {
-        let peer = canonical(peer);
-        if !self.trusted_proxies.iter().any(|n| n.contains(&peer)) {
-            return peer;
-        }
-        let Some(header) = forwarded_for else { return peer };
-        let mut client = peer;
-        for hop in header.rsplit(',') {
-            let Ok(ip) = hop.trim().parse::<IpAddr>() else { break };
-            client = canonical(ip);
-            if !self.trusted_proxies.iter().any(|n| n.contains(&client)) {
-                break;
-            }
-        }
-        client
+    /// The caller's address by the rule the edge and the REST API share
+    /// ([`ramen_client_addr`]): the socket peer, or — only when the peer is a trusted proxy —
+    /// the right-most entry of every `X-Forwarded-For` line that is not itself trusted. A
+    /// malformed entry where the client should be is an error (answered 400).
+    pub fn client_ip(
+        &self,
+        peer: IpAddr,
+        headers: &http::HeaderMap,
+    ) -> Result<IpAddr, ramen_client_addr::ClientAddrError> {
+        ramen_client_addr::client_ip(peer, headers, &self.trusted_proxies)
     }
 
     pub fn ip_ok(&self, client: IpAddr) -> bool {
-        self.allow.is_empty() || self.allow.iter().any(|n| n.contains(&canonical(client)))
+        self.allow.is_empty()
+            || self.allow.iter().any(|n| n.contains(&ramen_client_addr::canonical(client)))
     }
 
     /// Browsers send `Origin`; non-browser clients send none. A browser origin passes when it
@@ -132,14 +126,6 @@ fn is_loopback_host(host: &str) -> bool {
     };
     name.eq_ignore_ascii_case("localhost")
         || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// IPv4-mapped IPv6 peers (dual-stack sockets) are matched as IPv4.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
 }
 
 #[cfg(test)]

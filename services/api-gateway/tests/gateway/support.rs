@@ -87,14 +87,16 @@ impl Stack {
         Self::start_services(Setup { full: true, ..Setup::default() }).await
     }
 
+    /// A gateway that believes `X-Forwarded-For` from 127.0.0.1, as behind a load balancer.
+    pub async fn start_behind_proxy() -> Stack {
+        Self::start_proxied(RateLimits::default()).await
+    }
+
     async fn start_services(setup: Setup<'_>) -> Stack {
         let Setup { limits, redis_url, full, proxied } = setup;
         let nats = Nats::start().await.expect("nats-server");
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), redis_url);
-        if proxied {
-            config.gateway.trusted_proxies = "127.0.0.1/32".into();
-        }
         if full {
             // Known ports: the services find each other from the listen addresses.
             let free = || SocketAddr::from(([127, 0, 0, 1], ramen_testkit::free_port()));
@@ -114,6 +116,9 @@ impl Stack {
         let mut settings = Settings::from_config(&config).unwrap();
         settings.auth_endpoint = format!("http://{}", auth.running.addr);
         settings.limits = limits;
+        if proxied {
+            settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        }
         let running =
             ramen_api_gateway::start_with(platform.clone(), settings).await.expect("gateway");
         let http =

@@ -69,8 +69,9 @@ fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Respo
     if !policy.origin_ok(header_str(header::ORIGIN), header_str(header::HOST)) {
         return Err(http_error(StatusCode::FORBIDDEN, INVALID_REQUEST, "origin not allowed"));
     }
-    let forwarded = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok());
-    let client = policy.client_ip(peer.ip(), forwarded);
+    let client = policy
+        .client_ip(peer.ip(), headers)
+        .map_err(|e| http_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, &e.to_string()))?;
     if !policy.ip_ok(client) {
         return Err(http_error(
             StatusCode::FORBIDDEN,

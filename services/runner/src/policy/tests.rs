@@ -44,14 +44,31 @@ fn forwarded_for_is_believed_only_from_trusted_proxies() {
         policy(PolicyConfig { trusted_proxies: vec!["127.0.0.1/32".into()], ..Default::default() });
     let proxy = "127.0.0.1".parse().unwrap();
     let stranger = "198.51.100.9".parse().unwrap();
-    assert_eq!(p.client_ip(proxy, Some("203.0.113.5")), "203.0.113.5".parse::<IpAddr>().unwrap());
+    let xff = |lines: &[&str]| {
+        let mut headers = http::HeaderMap::new();
+        for line in lines {
+            headers.append("x-forwarded-for", line.parse().unwrap());
+        }
+        headers
+    };
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+    assert_eq!(p.client_ip(proxy, &xff(&["203.0.113.5"])), Ok(ip("203.0.113.5")));
     assert_eq!(
-        p.client_ip(proxy, Some("6.6.6.6, 203.0.113.5, 127.0.0.1")),
-        "203.0.113.5".parse::<IpAddr>().unwrap(),
+        p.client_ip(proxy, &xff(&["6.6.6.6, 203.0.113.5, 127.0.0.1"])),
+        Ok(ip("203.0.113.5")),
         "right-most untrusted hop; a spoofed left entry is ignored"
     );
-    assert_eq!(p.client_ip(stranger, Some("10.0.0.1")), stranger, "untrusted peer cannot spoof");
-    assert_eq!(p.client_ip(proxy, Some("garbage")), proxy);
+    assert_eq!(
+        p.client_ip(proxy, &xff(&["10.9.9.9", "203.0.113.5"])),
+        Ok(ip("203.0.113.5")),
+        "a proxy's own second line names the client, not the client's first"
+    );
+    assert_eq!(
+        p.client_ip(stranger, &xff(&["10.0.0.1"])),
+        Ok(stranger),
+        "untrusted peer cannot spoof"
+    );
+    assert!(p.client_ip(proxy, &xff(&["garbage"])).is_err(), "a malformed client entry is refused");
 }
 
 #[test]

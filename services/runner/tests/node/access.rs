@@ -100,6 +100,19 @@ async fn ip_allow_list_and_origin_get_403() {
     assert_eq!(status(forwarded("2001:db8::7")).await, 200, "IPv6");
     assert_eq!(status(forwarded("2001:db9::7")).await, 403, "IPv6 outside the list");
     assert_eq!(status(with_key(url)).await, 403, "the proxy itself is not a client");
+    // A proxy such as HAProxy adds its own line: the client's first line is its own words.
+    let two_lines = with_key(url)
+        .header("x-forwarded-for", "10.9.9.9")
+        .header("x-forwarded-for", "192.168.7.7");
+    assert_eq!(status(two_lines).await, 403, "every line is read, the last one names the client");
+    assert_eq!(status(forwarded("::ffff:10.1.2.3")).await, 200, "IPv4-mapped unmapped");
+    for malformed in ["10.1.2.3:5000", "unknown", "10.1.2.3, "] {
+        assert_eq!(
+            status(forwarded(malformed)).await,
+            400,
+            "{malformed:?} is refused, not skipped"
+        );
+    }
 
     node.set_policy(|_| {});
     let origin = |o: &str| with_key(url).header(ORIGIN, o.to_owned());
