@@ -615,7 +615,10 @@ async fn grants_of(
     auth: &mut ramen_proto::auth::v1::auth_service_client::AuthServiceClient<crate::Signed>,
     user: &str,
 ) -> Result<ramen_access::Grants, BoxError> {
-    let question = ramen_proto::auth::v1::GetGrantsRequest { user_id: user.to_owned() };
+    let question = ramen_proto::auth::v1::GetGrantsRequest {
+        user_id: user.to_owned(),
+        session_id: String::new(),
+    };
     let gateway = Caller::acting_as(ramen_proto::metadata::ACTOR_EDGE);
     let answer = auth.get_grants(gateway.request(question)).await?.into_inner();
     Ok(crate::auth::grants(&answer))

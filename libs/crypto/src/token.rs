@@ -32,6 +32,11 @@ pub struct AccessClaims {
     pub mcp: bool,
     pub iat: i64,
     pub exp: i64,
+    /// The session (refresh-token family) the token was issued for: auth refuses the token
+    /// once that session is signed out or ended by a password change. Empty in tokens issued
+    /// before sessions were named (they live out their expiry).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sid: String,
     /// Id of the key that signed it (from the header; not part of the payload).
     #[serde(skip)]
     pub kid: String,

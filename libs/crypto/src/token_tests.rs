@@ -15,6 +15,7 @@ fn claims() -> AccessClaims {
         mcp: false,
         iat: 0,
         exp: 0,
+        sid: "s1".into(),
         kid: String::new(),
     }
 }

@@ -5,7 +5,9 @@
 //! Every authenticated request asks auth's `Authorize` once rather than trusting roles copied
 //! into the token: a removed member or a demoted admin loses access at once, not when their
 //! token expires, and auth also knows which groups exist (404 for a group nobody registered).
-//! The answer carries the user's grants, which go on as the caller of every gRPC call the
+//! Auth also refuses the token there once its session ended (logout, a password change): the
+//! store it reads is the one every replica reads, so that holds at once everywhere, at no
+//! extra round trip. The answer carries the user's grants, which go on as the caller of every gRPC call the
 //! handler makes (a signed ticket, `ramen-access`): the service that serves it applies the
 //! same rule to the same grants without asking auth again. The signature and expiry of the
 //! access token are checked locally (`caller.rs`), so anonymous and forged requests never reach
@@ -129,7 +131,8 @@ async fn signed_in(
     request_id: String,
 ) -> Result<Caller, ApiError> {
     let call = Caller::new(caller.user_id.clone(), request_id.clone());
-    let question = GetGrantsRequest { user_id: caller.user_id.clone() };
+    let question =
+        GetGrantsRequest { user_id: caller.user_id.clone(), session_id: caller.session_id.clone() };
     let answer =
         gateway.clients().auth.clone().get_grants(call.request(question)).await?.into_inner();
     Ok(Caller::user(caller.user_id.clone(), request_id, grants(&answer)))
@@ -149,6 +152,7 @@ async fn authorize(
         user_id: caller.user_id.clone(),
         group: group.to_owned(),
         action: action as i32,
+        session_id: caller.session_id.clone(),
     };
     let answer =
         gateway.clients().auth.clone().authorize(call.request(question)).await?.into_inner();

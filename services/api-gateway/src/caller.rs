@@ -7,7 +7,8 @@
 //! 3. `?t=<token>`, only on streaming routes (SSE / WebSocket clients cannot set headers).
 //!
 //! The token is verified here with the signing keys (the current one and, during a rotation,
-//! the previous one); role checks then go to auth (`access.rs`).
+//! the previous one); role checks then go to auth (`access.rs`), which also refuses a token
+//! whose session was signed out or ended by a password change.
 
 use std::net::IpAddr;
 
@@ -39,6 +40,8 @@ pub struct SignedIn {
     pub user_id: String,
     pub email: String,
     pub must_change_password: bool,
+    /// The token's session (`sid`): auth refuses it once the session ended.
+    pub session_id: String,
     pub via: Via,
 }
 
@@ -132,6 +135,7 @@ pub fn authenticate(
         user_id: claims.sub,
         email: claims.email,
         must_change_password: claims.mcp,
+        session_id: claims.sid,
         via,
     }))
 }

@@ -20,7 +20,7 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable, e.g. `unauthenticated`, `forbidden`, `not_found`, `invalid_argument`,
-    /// `rate_limited`, `password_change_required`, `csrf`.
+    /// `rate_limited`, `password_change_required`, `csrf`, `unsupported_media_type`.
     pub code: String,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +56,15 @@ impl ApiError {
 
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
+    }
+
+    /// 415: the body is not declared `application/json` (see `extract::require_json`).
+    pub fn unsupported_media_type() -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as JSON, with `Content-Type: application/json`",
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> Self {

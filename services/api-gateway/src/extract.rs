@@ -3,6 +3,7 @@
 
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -35,6 +36,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             return Err(ApiError::invalid("request body: expected a JSON object"));
         }
         serde_json::from_slice(&bytes).map(Body).map_err(|e| ApiError::invalid(body_error(&e)))
+    }
+}
+
+/// Refuses a body not declared `application/json` (or `application/<x>+json`). Routes open to
+/// anyone that act on the browser's session (login, refresh, logout) and the password change
+/// need it: a page on another origin can make a browser post a `text/plain` form or a
+/// `no-cors` fetch with any body, but only a same-origin script can declare JSON.
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let declared = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let media = declared.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json = media == "application/json"
+        || media.strip_prefix("application/").is_some_and(|sub| sub.ends_with("+json"));
+    if json { Ok(()) } else { Err(ApiError::unsupported_media_type()) }
+}
+
+/// A JSON body whose request also declares it JSON ([`require_json`]).
+pub struct JsonOnly<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonOnly<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        require_json(request.headers())?;
+        Body::from_request(request, state).await.map(|Body(body)| JsonOnly(body))
     }
 }
 
@@ -74,7 +99,31 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::body_error;
+    use super::{body_error, require_json};
+
+    #[test]
+    fn only_declared_json_is_json() {
+        let with = |value: &str| {
+            let mut headers = axum::http::HeaderMap::new();
+            headers.insert("content-type", value.parse().unwrap());
+            require_json(&headers).is_ok()
+        };
+        for ok in
+            ["application/json", "Application/JSON; charset=utf-8", "application/merge-patch+json"]
+        {
+            assert!(with(ok), "{ok}");
+        }
+        for refused in [
+            "text/plain",
+            "text/plain; a=application/json",
+            "application/jsonx",
+            "text/json+json",
+            "",
+        ] {
+            assert!(!with(refused), "{refused}");
+        }
+        assert!(require_json(&axum::http::HeaderMap::new()).is_err(), "no Content-Type");
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]

@@ -10,9 +10,10 @@ use ramen_state::BucketSpec;
 /// Token buckets of the rate limits (each key is a bucket in the shared state).
 #[derive(Clone, Copy, Debug)]
 pub struct RateLimits {
-    /// Login and password-change attempts per account.
-    pub per_account: BucketSpec,
-    /// Login attempts per client address.
+    /// Login and password-change attempts per account from one source (an IPv4 address or an
+    /// IPv6 /64). Never per account alone, which would let anyone lock any account out.
+    pub per_source_account: BucketSpec,
+    /// Login attempts per source, across accounts.
     pub login_per_address: BucketSpec,
     /// Refreshes per client address.
     pub refresh_per_address: BucketSpec,
@@ -23,7 +24,7 @@ pub struct RateLimits {
 impl Default for RateLimits {
     fn default() -> Self {
         Self {
-            per_account: BucketSpec::new(10, 10.0 / 60.0),
+            per_source_account: BucketSpec::new(10, 10.0 / 60.0),
             login_per_address: BucketSpec::new(30, 0.5),
             refresh_per_address: BucketSpec::new(60, 1.0),
             refresh_per_session: BucketSpec::new(10, 10.0 / 60.0),

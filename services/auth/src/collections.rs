@@ -5,14 +5,16 @@ use std::sync::Arc;
 use ramen_store::{Collection, CollectionSpec, DocumentStore, StoreError};
 
 use crate::model::{
-    AuditRecord, GroupRecord, McpKeyRecord, MembershipRecord, RefreshRecord, SecretRecord,
-    ServiceAccountRecord, UserRecord,
+    AuditRecord, GroupRecord, McpKeyRecord, MembershipRecord, PendingAccountRecord, RefreshRecord,
+    RevokedSessionRecord, SecretRecord, ServiceAccountRecord, UserRecord,
 };
 
 pub const USERS: &str = "auth_users";
 pub const GROUPS: &str = "auth_groups";
 pub const MEMBERSHIPS: &str = "auth_memberships";
+pub const PENDING_ACCOUNTS: &str = "auth_pending_accounts";
 pub const REFRESH_TOKENS: &str = "auth_refresh_tokens";
+pub const REVOKED_SESSIONS: &str = "auth_revoked_sessions";
 pub const MCP_KEYS: &str = "auth_mcp_keys";
 pub const SECRETS: &str = "auth_secrets";
 pub const SERVICE_ACCOUNTS: &str = "auth_service_accounts";
@@ -23,7 +25,9 @@ pub struct Collections {
     pub users: Collection<UserRecord>,
     pub groups: Collection<GroupRecord>,
     pub memberships: Collection<MembershipRecord>,
+    pub pending: Collection<PendingAccountRecord>,
     pub refresh: Collection<RefreshRecord>,
+    pub revoked: Collection<RevokedSessionRecord>,
     pub keys: Collection<McpKeyRecord>,
     pub secrets: Collection<SecretRecord>,
     pub service_accounts: Collection<ServiceAccountRecord>,
@@ -36,7 +40,9 @@ impl Collections {
             users: Collection::new(store.clone(), USERS),
             groups: Collection::new(store.clone(), GROUPS),
             memberships: Collection::new(store.clone(), MEMBERSHIPS),
+            pending: Collection::new(store.clone(), PENDING_ACCOUNTS),
             refresh: Collection::new(store.clone(), REFRESH_TOKENS),
+            revoked: Collection::new(store.clone(), REVOKED_SESSIONS),
             keys: Collection::new(store.clone(), MCP_KEYS),
             secrets: Collection::new(store.clone(), SECRETS),
             service_accounts: Collection::new(store.clone(), SERVICE_ACCOUNTS),
@@ -50,9 +56,11 @@ impl Collections {
             CollectionSpec::new(USERS).unique("email", ["email"]),
             CollectionSpec::new(GROUPS),
             CollectionSpec::new(MEMBERSHIPS).index("group", ["group"]).index("user", ["user_id"]),
+            CollectionSpec::new(PENDING_ACCOUNTS).index("user", ["user_id"]),
             CollectionSpec::new(REFRESH_TOKENS)
                 .index("family", ["family_id"])
                 .index("user", ["user_id"]),
+            CollectionSpec::new(REVOKED_SESSIONS).index("expires", ["expires_at_ms"]),
             CollectionSpec::new(MCP_KEYS).index("group", ["group"]),
             CollectionSpec::new(SECRETS).index("group", ["group"]),
             CollectionSpec::new(SERVICE_ACCOUNTS),

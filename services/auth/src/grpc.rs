@@ -74,7 +74,7 @@ impl AuthService for AuthGrpc {
         &self,
         request: Request<VerifyAccessTokenRequest>,
     ) -> Answer<VerifyAccessTokenResponse> {
-        let claims = self.0.verify_access(&request.into_inner().access_token)?;
+        let claims = self.0.verify_access(&request.into_inner().access_token).await?;
         let memberships = self.0.memberships_of(&claims.sub).await?;
         ok(VerifyAccessTokenResponse {
             claims: Some(Claims {
@@ -154,11 +154,18 @@ impl AuthService for AuthGrpc {
 
     async fn authorize(&self, request: Request<AuthorizeRequest>) -> Answer<AuthorizeResponse> {
         let r = request.into_inner();
-        ok(self.0.authorize(&r.user_id, &r.group, r.action()).await?)
+        let (answer, ()) = tokio::try_join!(
+            self.0.authorize(&r.user_id, &r.group, r.action()),
+            self.0.session_live(&r.session_id),
+        )?;
+        ok(answer)
     }
 
     async fn get_grants(&self, request: Request<GetGrantsRequest>) -> Answer<AuthorizeResponse> {
-        ok(self.0.grants(&request.into_inner().user_id).await?)
+        let r = request.into_inner();
+        let (answer, ()) =
+            tokio::try_join!(self.0.grants(&r.user_id), self.0.session_live(&r.session_id))?;
+        ok(answer)
     }
 
     async fn create_mcp_key(

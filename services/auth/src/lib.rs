@@ -23,6 +23,7 @@ mod members;
 mod model;
 mod paging;
 pub mod password;
+mod pending;
 mod refresh;
 mod secrets;
 mod service_account;

@@ -25,7 +25,9 @@ pub enum Who<'a> {
 }
 
 impl Auth {
-    /// Adds `who` to `group` with `role`, or changes their role.
+    /// Adds `who` to `group` with `role`, or changes their role. An email without an account
+    /// answers the same as one with (`pending.rs`): the membership takes effect when the
+    /// account is created.
     pub async fn add_member(
         &self,
         caller: &Caller,
@@ -40,24 +42,32 @@ impl Auth {
         let result = async {
             validate::group(group)?;
             self.require(caller, group, Action::ManageMembers).await?;
-            let user = match who {
-                Who::Id(id) => self.db.users.get(id).await?,
+            let (user_id, email) = match who {
+                // Ids are not guessable: an unknown one is simply not found.
+                Who::Id(id) => {
+                    let user = self.db.users.get(id).await?;
+                    let user = user.ok_or_else(|| AuthError::NotFound(format!("user {id}")))?;
+                    (user.id, user.value.email)
+                }
                 Who::Email(email) => {
                     let email = validate::email(email)?;
-                    self.db.users.find_one(Filter::new().eq("email", email.as_str())).await?
+                    let user =
+                        self.db.users.find_one(Filter::new().eq("email", email.as_str())).await?;
+                    match user {
+                        Some(user) => (user.id, email),
+                        None => (self.reserve_id(&email).await?, email),
+                    }
                 }
             };
-            let user =
-                user.ok_or_else(|| AuthError::NotFound(target.replacen("user/", "user ", 1)))?;
-            let existing = self.db.memberships.get(&membership_id(group, &user.id)).await?;
+            let existing = self.db.memberships.get(&membership_id(group, &user_id)).await?;
             let membership = MembershipRecord {
                 group: group.to_owned(),
-                user_id: user.id.clone(),
+                user_id: user_id.clone(),
                 role,
                 created_at_ms: existing.map_or_else(now_ms, |m| m.value.created_at_ms),
             };
-            self.db.memberships.put(&membership_id(group, &user.id), &membership).await?;
-            Ok(Member { membership, email: user.value.email })
+            self.db.memberships.put(&membership_id(group, &user_id), &membership).await?;
+            Ok(Member { membership, email })
         }
         .await;
         let role_name = match role {
@@ -118,9 +128,11 @@ impl Auth {
             self.db.memberships.find(&query).await?.into_iter().map(|m| m.value).collect();
         let info = page.finish(&mut found);
         let ids: Vec<String> = found.iter().map(|m| m.user_id.clone()).collect();
-        let users = self.db.users.find(&Query::new().is_in("_id", ids)).await?;
-        let emails: HashMap<String, String> =
+        let users = self.db.users.find(&Query::new().is_in("_id", ids.clone())).await?;
+        let mut emails: HashMap<String, String> =
             users.into_iter().map(|u| (u.id, u.value.email)).collect();
+        let reserved: Vec<String> = ids.into_iter().filter(|id| !emails.contains_key(id)).collect();
+        emails.extend(self.pending_emails(reserved).await?);
         let members = found
             .into_iter()
             .map(|m| Member {

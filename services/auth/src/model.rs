@@ -58,6 +58,14 @@ pub fn membership_id(group: &str, user_id: &str) -> String {
     format!("{group}/{user_id}")
 }
 
+/// `auth_pending_accounts`, id = an email (lowercased) that a group admin added as a member
+/// before it had an account: the user id reserved for it (see `pending.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PendingAccountRecord {
+    pub user_id: String,
+    pub created_at_ms: i64,
+}
+
 /// `auth_refresh_tokens`, id = lowercase hex SHA-256 of the token. One login starts a family;
 /// every refresh marks the presented token used and adds the next one to the family.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -70,6 +78,16 @@ pub struct RefreshRecord {
     pub used_at_ms: Option<i64>,
     #[serde(default)]
     pub revoked_at_ms: Option<i64>,
+}
+
+/// `auth_revoked_sessions`, id = the session (refresh-token family) id: a session signed out
+/// or ended by a password change. Its access tokens carry the id (`sid`) and are refused while
+/// the record lives, which is longer than any of them can (the access TTL and a margin).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RevokedSessionRecord {
+    pub user_id: String,
+    pub revoked_at_ms: i64,
+    pub expires_at_ms: i64,
 }
 
 /// `auth_mcp_keys`, id = key id.

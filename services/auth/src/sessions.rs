@@ -4,7 +4,7 @@ use ramen_store::{Filter, StoreError, Versioned};
 
 use crate::audit::details;
 use crate::error::AuthError;
-use crate::model::{UserRecord, now_ms};
+use crate::model::{UserRecord, new_id, now_ms};
 use crate::token::AccessClaims;
 use crate::{Auth, password, refresh, validate};
 use ramen_access::Caller;
@@ -77,6 +77,7 @@ impl Auth {
         user: Versioned<UserRecord>,
         family: Option<String>,
     ) -> Result<Session, AuthError> {
+        let family = family.unwrap_or_else(new_id);
         let claims = AccessClaims {
             sub: user.id.clone(),
             email: user.value.email.clone(),
@@ -84,6 +85,7 @@ impl Auth {
             mcp: user.value.must_change_password,
             iat: 0,
             exp: 0,
+            sid: family.clone(),
             kid: String::new(),
         };
         let (access_token, claims) = self.tokens.issue(claims, now_ms() / 1000);
@@ -183,10 +185,14 @@ impl Auth {
         self.open_session(user, None).await
     }
 
-    /// Verifies an access token (any accepted signing key) for services that check tokens.
-    pub fn verify_access(&self, token: &str) -> Result<AccessClaims, AuthError> {
-        self.tokens
+    /// Verifies an access token (any accepted signing key, its session not revoked) for
+    /// services that check tokens.
+    pub async fn verify_access(&self, token: &str) -> Result<AccessClaims, AuthError> {
+        let claims = self
+            .tokens
             .verify(token, now_ms() / 1000)
-            .map_err(|e| AuthError::Unauthenticated(e.to_string()))
+            .map_err(|e| AuthError::Unauthenticated(e.to_string()))?;
+        self.session_live(&claims.sid).await?;
+        Ok(claims)
     }
 }

@@ -6,7 +6,7 @@ use ramen_store::{Filter, Query, StoreError, Versioned};
 
 use crate::audit::details;
 use crate::error::AuthError;
-use crate::model::{MembershipRecord, UserRecord, new_id, now_ms};
+use crate::model::{MembershipRecord, UserRecord, now_ms};
 use crate::sessions::hash_password;
 use crate::{Auth, paging, password, validate};
 use ramen_access::Caller;
@@ -63,12 +63,16 @@ impl Auth {
             updated_at_ms: now,
             last_login_at_ms: None,
         };
-        let id = new_id();
+        // Memberships a group admin made for this email before it had an account hold now.
+        let id = self.id_for_new_account(&email).await?;
         match self.db.users.insert(&id, &record).await {
-            Ok(version) => Ok(NewUser {
-                user: Versioned { id, version, value: record },
-                one_time_password: one_time,
-            }),
+            Ok(version) => {
+                self.account_created(&email).await;
+                Ok(NewUser {
+                    user: Versioned { id, version, value: record },
+                    one_time_password: one_time,
+                })
+            }
             Err(StoreError::UniqueViolation { .. }) => {
                 Err(AuthError::AlreadyExists(format!("user `{email}`")))
             }

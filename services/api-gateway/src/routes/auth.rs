@@ -1,5 +1,7 @@
 //! `/api/auth/*`: sessions. Login and refresh answer the tokens in the body (CLI) and as
 //! cookies (console); both are rate-limited per account / session and per client address.
+//! Every body here must be declared `application/json` (415 otherwise): that is what keeps a
+//! cross-site form from signing a browser into another account (login CSRF).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -21,7 +23,7 @@ use crate::caller::{
     session_cookies,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, body_error};
+use crate::extract::{JsonOnly, body_error, require_json};
 use crate::state::Gateway;
 
 pub(super) fn routes() -> Vec<Route> {
@@ -118,9 +120,14 @@ fn session(gateway: &Gateway, answer: pb::LoginResponse) -> Response {
     response
 }
 
+/// A body that is not JSON is refused before anything else (see `require_json`).
+fn json_if_any(headers: &HeaderMap, body: &Bytes) -> ApiResult<()> {
+    if body.iter().all(u8::is_ascii_whitespace) { Ok(()) } else { require_json(headers) }
+}
+
 /// The refresh token from the body, or from the cookie (which then needs the CSRF header).
 fn refresh_token(headers: &HeaderMap, body: &Bytes) -> ApiResult<String> {
-    if !body.is_empty() {
+    if !body.iter().all(u8::is_ascii_whitespace) {
         let parsed: RefreshBody =
             serde_json::from_slice(body).map_err(|e| ApiError::invalid(body_error(&e)))?;
         if !parsed.refresh_token.is_empty() {
@@ -136,11 +143,11 @@ fn refresh_token(headers: &HeaderMap, body: &Bytes) -> ApiResult<String> {
 
 /// Signs in with email and password.
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginBody,
-    responses((status = 200, body = SessionView), (status = 401, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = SessionView), (status = 401, body = crate::error::ErrorBody), (status = 415, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
 async fn login(
     State(gateway): State<Gateway>,
     anon: Anonymous,
-    Body(body): Body<LoginBody>,
+    JsonOnly(body): JsonOnly<LoginBody>,
 ) -> ApiResult<Response> {
     gateway.limiter().login(&body.email, anon.addr).await?;
     let request = pb::LoginRequest {
@@ -155,13 +162,14 @@ async fn login(
 
 /// Trades a refresh token for a new session (the token is rotated; reusing an old one ends the session).
 #[utoipa::path(post, path = "/api/auth/refresh", tag = "auth", request_body(content = RefreshBody, description = "Optional with the session cookie"),
-    responses((status = 200, body = SessionView), (status = 401, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = SessionView), (status = 401, body = crate::error::ErrorBody), (status = 415, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)))]
 async fn refresh(
     State(gateway): State<Gateway>,
     anon: Anonymous,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
+    json_if_any(&headers, &body)?;
     let token = refresh_token(&headers, &body)?;
     gateway.limiter().refresh(&token, anon.addr).await?;
     let request = pb::RefreshRequest { refresh_token: token, client_addr: anon.addr.to_string() };
@@ -172,13 +180,14 @@ async fn refresh(
 
 /// Ends the session (revokes its refresh tokens) and clears the cookies. Idempotent.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", request_body(content = RefreshBody, description = "Optional with the session cookie"),
-    responses((status = 204, description = "Signed out")))]
+    responses((status = 204, description = "Signed out"), (status = 415, body = crate::error::ErrorBody)))]
 async fn logout(
     State(gateway): State<Gateway>,
     anon: Anonymous,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
+    json_if_any(&headers, &body)?;
     if let Ok(token) = refresh_token(&headers, &body) {
         let request = pb::LogoutRequest { refresh_token: token };
         gateway.clients().auth.clone().logout(anon.call.request(request)).await?;
@@ -211,12 +220,12 @@ async fn bootstrap_status(
 
 /// Changes the caller's password (required after a one-time password); other sessions end.
 #[utoipa::path(post, path = "/api/auth/password", tag = "auth", request_body = PasswordBody,
-    responses((status = 200, body = SessionView), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody)))]
+    responses((status = 200, body = SessionView), (status = 400, body = crate::error::ErrorBody), (status = 401, body = crate::error::ErrorBody), (status = 415, body = crate::error::ErrorBody)))]
 async fn change_password(
     State(gateway): State<Gateway>,
     authed: Authed,
     addr: ClientAddr,
-    Body(body): Body<PasswordBody>,
+    JsonOnly(body): JsonOnly<PasswordBody>,
 ) -> ApiResult<Response> {
     gateway.limiter().password_change(&authed.caller.email, addr.0).await?;
     let request = pb::ChangePasswordRequest {

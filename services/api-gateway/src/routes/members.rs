@@ -26,6 +26,9 @@ pub(super) fn routes() -> Vec<Route> {
 }
 
 /// One of `user_id` or `email` names the user. Adding an existing member changes their role.
+/// An email without an account answers exactly as one with (the answer never tells whether an
+/// account exists): its membership takes effect when the account is created, with the
+/// `user_id` answered here.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemberBody {
@@ -59,7 +62,7 @@ async fn list_members(
     }))
 }
 
-/// Adds a member or changes their role.
+/// Adds a member or changes their role; by email, whether or not the email has an account yet.
 #[utoipa::path(post, path = "/api/groups/{group}/members", tag = "members", params(("group" = String, Path)), request_body = MemberBody,
     responses((status = 200, body = MembershipView), (status = 404, body = ErrorBody)))]
 async fn add_member(

@@ -4,9 +4,12 @@
 mod bodies;
 mod client_addr;
 mod console;
+mod login_csrf;
 mod matrix;
+mod members;
 mod openapi;
 mod rate_limit;
+mod revocation;
 mod sessions;
 mod support;
 mod tokens;

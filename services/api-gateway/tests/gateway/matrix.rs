@@ -84,7 +84,9 @@ fn check(expect: Expect, answer: &Answer) -> Result<(), String> {
 
 struct World {
     stack: Stack,
-    tokens: HashMap<&'static str, String>,
+    /// A persona's current access token: a password change ends its other sessions, so the
+    /// session it answers replaces the token for the rows after it.
+    tokens: std::sync::Mutex<HashMap<&'static str, String>>,
     params: HashMap<&'static str, String>,
     victim_email: String,
 }
@@ -162,7 +164,12 @@ async fn world() -> World {
         ("package", "notes".to_owned()),
         ("seq", "1".to_owned()),
     ]);
-    World { stack, tokens, params, victim_email: "victim@example.com".into() }
+    World {
+        stack,
+        tokens: std::sync::Mutex::new(tokens),
+        params,
+        victim_email: "victim@example.com".into(),
+    }
 }
 
 /// Bodies that make an allowed call succeed. Routes without one are called without a body:
@@ -207,13 +214,25 @@ fn path(world: &World, spec: &RouteSpec) -> String {
 }
 
 async fn call(world: &World, spec: &RouteSpec, persona: Persona) -> Answer {
-    let token = match persona {
+    let name = match persona {
         Persona::Anonymous => None,
-        Persona::MemberOfA => Some(&world.tokens["member"]),
-        Persona::AdminOfA => Some(&world.tokens["admin_a"]),
-        Persona::AdminOfB => Some(&world.tokens["admin_b"]),
-        Persona::SuperAdmin => Some(&world.tokens["root"]),
+        Persona::MemberOfA => Some("member"),
+        Persona::AdminOfA => Some("admin_a"),
+        Persona::AdminOfB => Some("admin_b"),
+        Persona::SuperAdmin => Some("root"),
     };
+    let token = name.map(|name| world.tokens.lock().unwrap()[name].clone());
+    let answer = send(world, spec, token.as_ref()).await;
+    if let (Some(name), "change_password", true) =
+        (name, spec.operation_id.as_str(), answer.status.is_success())
+    {
+        let fresh = answer.body["access_token"].as_str().expect("a new session").to_owned();
+        world.tokens.lock().unwrap().insert(name, fresh);
+    }
+    answer
+}
+
+async fn send(world: &World, spec: &RouteSpec, token: Option<&String>) -> Answer {
     let method = Method::from_bytes(spec.method.as_str().as_bytes()).unwrap();
     if spec.streaming {
         // A stream that was let through stays open: its status and headers are the answer.

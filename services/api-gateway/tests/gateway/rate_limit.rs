@@ -11,13 +11,14 @@ use ramen_state::BucketSpec;
 use ramen_testkit::{Redis, eventually, free_port};
 use reqwest::Method;
 
-use crate::support::{JWT_SECRET, PASSWORD, Stack};
+use crate::support::{Answer, JWT_SECRET, PASSWORD, Stack};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_ramen-api-gateway");
 
 #[tokio::test]
 async fn a_login_limit_trips_then_recovers() {
-    let limits = RateLimits { per_account: BucketSpec::new(3, 0.25), ..RateLimits::default() };
+    let limits =
+        RateLimits { per_source_account: BucketSpec::new(3, 0.25), ..RateLimits::default() };
     let stack = Stack::start_with(limits, None).await;
     stack.user("ana@example.com", false).await;
     for attempt in 0..3 {
@@ -51,6 +52,68 @@ async fn a_login_limit_trips_then_recovers() {
         if answer.status == 200 { Ok(()) } else { Err(answer.status) }
     })
     .await;
+}
+
+/// A login from `client` (the proxy on loopback names it in `X-Forwarded-For`).
+async fn login_from(stack: &Stack, client: &str, email: &str, password: &str) -> Answer {
+    let body = serde_json::json!({ "email": email, "password": password });
+    let request = stack.http.post(stack.url("/api/auth/login")).header("x-forwarded-for", client);
+    stack.send(request.json(&body)).await
+}
+
+#[tokio::test]
+async fn an_attacker_is_slowed_without_locking_the_owner_out() {
+    let limits = RateLimits {
+        per_source_account: BucketSpec::new(3, 0.001),
+        login_per_address: BucketSpec::new(5, 0.001),
+        ..RateLimits::default()
+    };
+    let stack = Stack::start_proxied(limits).await;
+    stack.user("root@example.com", true).await;
+    let (attacker, owner) = ("198.51.100.7", "203.0.113.9");
+    for attempt in 0..3 {
+        let answer = login_from(&stack, attacker, "root@example.com", "a guessed password").await;
+        assert_eq!(answer.status, 401, "attempt {attempt}: {}", answer.body);
+    }
+    let refused = login_from(&stack, attacker, "root@example.com", "a guessed password").await;
+    assert_eq!(
+        (refused.status.as_u16(), refused.code()),
+        (429, "rate_limited"),
+        "{}",
+        refused.body
+    );
+    let retry: u64 = refused.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry > 0, "Retry-After: {retry}");
+    // Even the right password waits: the attacker's address learns nothing more.
+    let right = login_from(&stack, attacker, "root@example.com", PASSWORD).await;
+    assert_eq!(right.status, 429);
+
+    // The owner, from elsewhere, is not locked out (a super admin included).
+    let own = login_from(&stack, owner, "root@example.com", PASSWORD).await;
+    assert_eq!(own.status, 200, "the owner signs in from another address: {}", own.body);
+
+    // Guessing across accounts from one address spends that address's own budget (3 attempts
+    // so far; refusals cost nothing): two more accounts, then everything from it waits.
+    for email in ["someone@example.com", "third@example.com"] {
+        let answer = login_from(&stack, attacker, email, "a guessed password").await;
+        assert_eq!(answer.status, 401, "{email}: {}", answer.body);
+    }
+    let spent = login_from(&stack, attacker, "fourth@example.com", "a guessed password").await;
+    assert_eq!((spent.status.as_u16(), spent.code()), (429, "rate_limited"), "{}", spent.body);
+    assert!(spent.headers.contains_key("retry-after"));
+    // An IPv6 attacker does not get a fresh budget per address of its /64.
+    for (i, v6) in ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2::3"].iter().enumerate() {
+        let email = format!("v6-{i}@example.com");
+        let answer = login_from(&stack, v6, &email, "a guessed password").await;
+        assert_eq!(answer.status, 401, "{v6}: {}", answer.body);
+    }
+    for v6 in ["2001:db8:1:2::4", "2001:db8:1:2:ffff::9"] {
+        let answer = login_from(&stack, v6, "root@example.com", "a guessed password").await;
+        assert_eq!(answer.status, 401, "{v6}");
+    }
+    let v6 = login_from(&stack, "2001:db8:1:2::5", "v6-9@example.com", "a guessed password").await;
+    assert_eq!(v6.status, 429, "one budget per /64: {}", v6.body);
+    assert_eq!(login_from(&stack, owner, "root@example.com", PASSWORD).await.status, 200);
 }
 
 #[tokio::test]
@@ -141,7 +204,7 @@ async fn two_gateway_processes_share_buckets_through_redis_and_keep_their_own_wi
     let redis = Redis::start().await.unwrap();
     let stack = Stack::start().await;
     stack.user("shared@example.com", false).await;
-    let capacity = RateLimits::default().per_account.capacity as usize;
+    let capacity = RateLimits::default().per_source_account.capacity as usize;
 
     let (a, b) = (
         gateway_process(&stack, Some(&redis.url())).await,

@@ -35,6 +35,17 @@ pub fn config(dir: &std::path::Path, redis_url: Option<&str>) -> Config {
     config
 }
 
+/// How [`Stack`] starts.
+#[derive(Default)]
+struct Setup<'a> {
+    limits: RateLimits,
+    redis_url: Option<&'a str>,
+    /// Every service, not only auth.
+    full: bool,
+    /// Loopback is a trusted proxy.
+    proxied: bool,
+}
+
 pub struct Stack {
     pub api: SocketAddr,
     pub auth_addr: SocketAddr,
@@ -63,25 +74,26 @@ impl Stack {
     }
 
     pub async fn start_with(limits: RateLimits, redis_url: Option<&str>) -> Stack {
-        Self::start_services(limits, redis_url, false, false).await
+        Self::start_services(Setup { limits, redis_url, ..Setup::default() }).await
+    }
+
+    /// Behind a trusted proxy on loopback: each request names its client in `X-Forwarded-For`.
+    pub async fn start_proxied(limits: RateLimits) -> Stack {
+        Self::start_services(Setup { limits, proxied: true, ..Setup::default() }).await
     }
 
     /// Every service, as `ramen up` runs them: the domain routes reach real backends.
     pub async fn start_full() -> Stack {
-        Self::start_services(RateLimits::default(), None, true, false).await
+        Self::start_services(Setup { full: true, ..Setup::default() }).await
     }
 
     /// A gateway that believes `X-Forwarded-For` from 127.0.0.1, as behind a load balancer.
     pub async fn start_behind_proxy() -> Stack {
-        Self::start_services(RateLimits::default(), None, false, true).await
+        Self::start_proxied(RateLimits::default()).await
     }
 
-    async fn start_services(
-        limits: RateLimits,
-        redis_url: Option<&str>,
-        full: bool,
-        behind_proxy: bool,
-    ) -> Stack {
+    async fn start_services(setup: Setup<'_>) -> Stack {
+        let Setup { limits, redis_url, full, proxied } = setup;
         let nats = Nats::start().await.expect("nats-server");
         let dir = tempfile::tempdir().unwrap();
         let mut config = config(dir.path(), redis_url);
@@ -104,7 +116,7 @@ impl Stack {
         let mut settings = Settings::from_config(&config).unwrap();
         settings.auth_endpoint = format!("http://{}", auth.running.addr);
         settings.limits = limits;
-        if behind_proxy {
+        if proxied {
             settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         }
         let running =
@@ -123,6 +135,18 @@ impl Stack {
             stack.retire_bootstrap(&admin.email, admin.one_time_password()).await;
         }
         stack
+    }
+
+    /// Another replica of auth and of the gateway over the same store and shared state (as a
+    /// second pod of each would run); answers the new gateway's address.
+    pub async fn replica(&self) -> SocketAddr {
+        let auth = ramen_auth::launch(self.platform.clone()).await.expect("auth replica");
+        let mut settings = Settings::from_config(&self.platform.config).unwrap();
+        settings.auth_endpoint = format!("http://{}", auth.running.addr);
+        let running = ramen_api_gateway::start_with(self.platform.clone(), settings)
+            .await
+            .expect("gateway replica");
+        running.addr
     }
 
     /// Sets a real password on the bootstrap admin, so it is an ordinary super admin.

@@ -20,6 +20,7 @@ fn claims(user_id: &str) -> AccessClaims {
         mcp: false,
         iat: 0,
         exp: 0,
+        sid: String::new(),
         kid: String::new(),
     }
 }

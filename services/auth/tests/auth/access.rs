@@ -26,8 +26,12 @@ async fn people(world: &World) -> People {
 }
 
 async fn decision(world: &World, user: &str, group: &str, action: Action) -> Decision {
-    let request =
-        AuthorizeRequest { user_id: user.into(), group: group.into(), action: action as i32 };
+    let request = AuthorizeRequest {
+        user_id: user.into(),
+        group: group.into(),
+        action: action as i32,
+        ..Default::default()
+    };
     world.client().authorize(request).await.unwrap().into_inner().decision()
 }
 
@@ -59,10 +63,15 @@ async fn authorize_answers_by_role_and_hides_other_groups() {
         user_id: "no-such-user".into(),
         group: "alpha".into(),
         action: Action::ReadGroup as i32,
+        ..Default::default()
     };
     assert_eq!(world.client().authorize(unknown).await.unwrap_err().code(), Code::Unauthenticated);
-    let unspecified =
-        AuthorizeRequest { user_id: p.root.clone(), group: "alpha".into(), action: 0 };
+    let unspecified = AuthorizeRequest {
+        user_id: p.root.clone(),
+        group: "alpha".into(),
+        action: 0,
+        ..Default::default()
+    };
     assert_eq!(
         world.client().authorize(unspecified).await.unwrap_err().code(),
         Code::InvalidArgument

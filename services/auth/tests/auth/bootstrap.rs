@@ -40,6 +40,7 @@ async fn the_one_time_password_works_until_it_is_changed_and_then_never_again() 
         user_id: user.id.clone(),
         group: String::new(),
         action: Action::Admin as i32,
+        ..Default::default()
     };
     let decision = world.client().authorize(authorize.clone()).await.unwrap().into_inner();
     assert_eq!(decision.decision(), Decision::Deny);

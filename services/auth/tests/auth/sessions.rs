@@ -119,3 +119,28 @@ async fn access_tokens_verify_and_tampered_ones_do_not() {
     let err = world.client().verify_access_token(verify(tampered)).await.unwrap_err();
     assert_eq!(err.code(), Code::Unauthenticated);
 }
+
+#[tokio::test]
+async fn an_ended_session_voids_its_access_tokens() {
+    let world = World::start().await;
+    world.user("fay@example.com", false).await;
+    let verify = |token: &str| VerifyAccessTokenRequest { access_token: token.into() };
+    let out = world.login("fay@example.com", PASSWORD).await.unwrap().tokens.unwrap();
+    let stolen = world.login("fay@example.com", PASSWORD).await.unwrap().tokens.unwrap();
+    let kept = world.login("fay@example.com", PASSWORD).await.unwrap().tokens.unwrap();
+    for session in [&out, &stolen, &kept] {
+        world.client().verify_access_token(verify(&session.access_token)).await.expect("live");
+    }
+    let logout = LogoutRequest { refresh_token: out.refresh_token.clone() };
+    world.client().logout(logout).await.unwrap();
+    // A refresh token used twice: the family ends, with the access tokens it handed out.
+    let next = world.client().refresh(refresh_request(&stolen.refresh_token)).await.unwrap();
+    let next = next.into_inner().tokens.unwrap();
+    world.client().refresh(refresh_request(&stolen.refresh_token)).await.unwrap_err();
+    for token in [&out.access_token, &stolen.access_token, &next.access_token] {
+        let err = world.client().verify_access_token(verify(token)).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated);
+        assert!(err.message().contains("signed out"), "{}", err.message());
+    }
+    world.client().verify_access_token(verify(&kept.access_token)).await.expect("untouched");
+}

@@ -163,7 +163,7 @@ pub fn members(data: &Data, viewer: &Viewer) -> Markup {
     block(
         "members",
         "Members and roles",
-        html! { p.muted { "Members read the group; admins run it (environments, deploys, zone actions, keys, secrets, members)." } },
+        html! { p.muted { "Members read the group; admins run it (environments, deploys, zone actions, keys, secrets, members). Someone without a ramen account yet is a member from the moment a super admin creates their account." } },
         body,
     )
 }
