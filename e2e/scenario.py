@@ -169,6 +169,9 @@ class Cluster:
             "RAMEN_ZONE__SITE_PACKAGES": f'["{site}"]',
             "RAMEN_ZONE__VENV_WITHOUT_PIP": "true",
             "RAMEN_ZONE__RESTART_TIMEOUT": "90s",
+            # The e2e client stands in for a load balancer on loopback: the API and the edge
+            # believe its X-Forwarded-For (the client-address step forges and breaks it).
+            "RAMEN_GATEWAY__TRUSTED_PROXIES": "127.0.0.1/32",
             # Every process and the workers they start (which inherit OTEL_*) export spans to
             # the scenario's own receiver, promptly.
             "OTEL_EXPORTER_OTLP_ENDPOINT": self.traces.endpoint,
@@ -445,12 +448,15 @@ def add(a: int, b: int) -> Callable[[Client], Any]:
     return call
 
 
-def status_of(url: str, key: str, zone: str | None = None) -> int:
-    """The HTTP status of an initialize sent straight to the edge."""
-    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
-               "Content-Type": "application/json"}
+def status_of(url: str, key: str, zone: str | None = None, forwarded: list[str] | None = None) -> int:
+    """The HTTP status of an initialize sent straight to the edge (`forwarded`: one
+    X-Forwarded-For line each, as a load balancer and the proxies before it would send)."""
+    headers: list[tuple[str, str]] = [
+        ("Authorization", f"Bearer {key}"), ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json")]
     if zone:
-        headers["ramen-zone"] = zone
+        headers.append(("ramen-zone", zone))
+    headers += [("X-Forwarded-For", line) for line in forwarded or []]
     body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                        "clientInfo": {"name": "e2e", "version": "1"}}}
@@ -757,10 +763,31 @@ def scenario(cluster: Cluster) -> None:
     cluster.cli("keys", "revoke", "-g", GROUP, other["key"]["id"])
     eventually("401 for the revoked key", 60, lambda: status_of(url, other_key) == 401)
 
+    step("a key stops at its expiry with nothing pushed after it was created")
+    expires_at = time.time() + 30
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at))
+    expiring = cluster.cli_json("keys", "create", "-g", GROUP, "expiring", "--expires-at", stamp)
+    cluster.never_shown(expiring.get("plaintext", ""))
+    expires_at = int(expires_at)  # the stamp's whole second
+    eventually("the expiring key accepted", 60, lambda: status_of(url, expiring["plaintext"]) == 200)
+    check(time.time() < expires_at, "accepted before its expiry (the machine was not too slow)", stamp)
+    eventually("401 once expired", 60, lambda: status_of(url, expiring["plaintext"]) == 401)
+    check(time.time() >= expires_at, "refused only from its expiry on", stamp)
+    shown = [k for k in cluster.cli_items("keys", "list", "-g", GROUP) if k.get("name") == "expiring"]
+    check(bool(shown) and shown[0].get("expires_at", "").startswith(stamp[:16]), "the CLI shows its expiry", shown)
+
     step("an IP rule excluding the client gets 403; clearing it lets it in again")
     cluster.cli("ip-rules", "local-a", "-g", GROUP, "10.123.0.0/16")
     eventually("403 on local-a", 180, lambda: status_of(url, plaintext, zone="local-a") == 403)
     check(status_of(url, plaintext, zone="local-b") == 200, "local-b still open", None)
+    # Behind a trusted proxy (the e2e client stands in for one) the address is the right-most
+    # entry of every X-Forwarded-For line: a client's own first line smuggles nothing in.
+    inside = status_of(url, plaintext, zone="local-a", forwarded=["10.123.0.5"])
+    check(inside == 200, "a forwarded address inside the rule is let in", inside)
+    smuggled = status_of(url, plaintext, zone="local-a", forwarded=["10.123.0.5", "203.0.113.7"])
+    check(smuggled == 403, "a second X-Forwarded-For line names the client", smuggled)
+    malformed = status_of(url, plaintext, zone="local-a", forwarded=["10.123.0.5:4000"])
+    check(malformed == 400, "a malformed client entry is refused, not skipped", malformed)
     cluster.cli("ip-rules", "local-a", "-g", GROUP, "--clear")
     eventually("200 on local-a again", 180, lambda: status_of(url, plaintext, zone="local-a") == 200)
 
