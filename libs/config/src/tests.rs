@@ -181,7 +181,11 @@ mod reference_page {
 
     #[test]
     fn docs_configuration_md_is_the_generated_table() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md");
+        // The running test's CARGO_MANIFEST_DIR, not the compiled-in one (a target directory
+        // shared by two checkouts may hold this test built in the other).
+        let manifest = std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+        let path = std::path::Path::new(&manifest).join("../../docs/configuration.md");
         let page = std::fs::read_to_string(path).unwrap();
         let start = page.find(BEGIN).expect("the begin marker") + BEGIN.len();
         let end = page.find(END).expect("the end marker");

@@ -3,7 +3,7 @@
 /// The series named in `docs/operator-guide.md`'s metrics table, as their `# TYPE` names
 /// (counters without `_total`). `a | b` cells name two series.
 pub fn documented_metrics() -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/operator-guide.md");
+    let path = crate::workers::repo_root().join("docs/operator-guide.md");
     let page = std::fs::read_to_string(path).expect("docs/operator-guide.md");
     let mut names = Vec::new();
     for line in page.lines().filter(|l| l.starts_with("| `ramen_")) {

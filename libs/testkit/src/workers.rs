@@ -5,9 +5,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The repository root (fixtures, `examples/`).
+/// The repository root (fixtures, `examples/`): the nearest directory above the running
+/// test's `CARGO_MANIFEST_DIR` (set by cargo and nextest) that holds `Cargo.lock`, not the
+/// directory compiled in — a target directory shared by two checkouts may hold a testkit
+/// built in the other, which may be gone.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    let manifest = manifest.canonicalize().unwrap_or(manifest);
+    manifest
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or_else(|| panic!("no Cargo.lock above {}", manifest.display()))
+        .to_path_buf()
 }
 
 /// The test virtualenv's interpreter (has the pinned `mcp` SDK): `$RAMEN_TEST_BIN_DIR/python`,
