@@ -37,6 +37,8 @@ pub struct FakeAuth {
     pub audit: Mutex<Vec<auth::AuditEntry>>,
     /// The service-account rules answered for every group.
     pub service_account_rules: Mutex<Vec<auth::ServiceAccountRule>>,
+    /// The bounds answered with them; `None` answers none (an auth from before bounds).
+    pub service_account_bounds: Mutex<Option<auth::ServiceAccountBounds>>,
     /// How many times each method was called, by name.
     pub calls: Mutex<HashMap<&'static str, u32>>,
 }
@@ -132,7 +134,8 @@ impl AuthClient for FakeAuth {
     ) -> Result<auth::ServiceAccountRules, UpstreamError> {
         self.count("get_service_account_rules");
         let rules = self.service_account_rules.lock().clone();
-        Ok(auth::ServiceAccountRules { group: request.group, rules, ..Default::default() })
+        let bounds = self.service_account_bounds.lock().clone();
+        Ok(auth::ServiceAccountRules { group: request.group, rules, bounds, ..Default::default() })
     }
 }
 

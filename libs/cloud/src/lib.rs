@@ -66,6 +66,51 @@ pub struct Grant {
     pub resources: Vec<String>,
 }
 
+pub use ramen_grant_bounds::ProviderBounds;
+
+/// A group's rules for one provider, with the bounds they must stay inside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grants {
+    pub rules: Vec<Grant>,
+    pub bounds: ProviderBounds,
+}
+
+impl Grants {
+    /// No rules (a local zone's: it applies none), under the default bounds.
+    pub fn none() -> Self {
+        Self { rules: Vec::new(), bounds: ramen_grant_bounds::Bounds::default().aws }
+    }
+}
+
+/// The grants inside `bounds`, and the refusal naming the first that is not: the last check
+/// before a rule reaches the cloud (auth checked it when it was set, but the bounds may have
+/// been narrowed since). The identity is given the ones inside and the step then fails with
+/// the refusal, so a narrowing takes away what it no longer allows.
+pub(crate) fn within_bounds(
+    provider: ramen_grant_bounds::Provider,
+    grants: &[Grant],
+    bounds: &ProviderBounds,
+) -> (Vec<Grant>, Option<CloudError>) {
+    let (mut kept, mut refused) = (Vec::new(), None);
+    for (index, grant) in grants.iter().enumerate() {
+        match ramen_grant_bounds::check(
+            bounds,
+            provider,
+            index,
+            &grant.permissions,
+            &grant.resources,
+        ) {
+            Ok(()) => kept.push(grant.clone()),
+            Err(out) => {
+                refused.get_or_insert(CloudError::Refused(format!(
+                    "service-account {out}; the rule is not applied until it is fixed on the group page or a super admin widens the bounds"
+                )));
+            }
+        }
+    }
+    (kept, refused)
+}
+
 /// What the group's edge rule should let through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EdgeRule<'a> {
@@ -140,11 +185,13 @@ pub(crate) async fn pause(attempt: usize) {
 /// The cloud resources of a provider's zones. Each method is one idempotent step.
 #[async_trait]
 pub trait ZoneCloud: Send + Sync {
-    /// Creates or updates the workers' identity with exactly `grants`; answers its id.
+    /// Creates or updates the workers' identity with exactly `grants`, each of which must lie
+    /// inside `bounds` (else nothing is changed and the answer is `Refused`); answers its id.
     async fn ensure_identity(
         &self,
         placement: &PlacementRef<'_>,
         grants: &[Grant],
+        bounds: &ProviderBounds,
     ) -> Result<Made, CloudError>;
 
     /// Creates the placement's route (nothing registered yet) and joins it to the group's

@@ -23,6 +23,8 @@ use crate::aws::{AwsCloud, AwsCloudSettings};
 use crate::{PlacementRef, ZoneCloud};
 
 pub const ACCOUNT: &str = "123456789012";
+/// The platform's bucket in the scene (nothing is stored in it: the roles name it).
+pub const BUCKET: &str = "ramen-blobs";
 pub const OIDC: &str = "oidc.eks.us-east-1.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE";
 
 pub struct Scene {
@@ -139,6 +141,7 @@ impl Scene {
     pub fn cloud(&self) -> AwsCloud {
         AwsCloud::new(AwsCloudSettings {
             endpoint: self.moto.endpoint(),
+            bucket: BUCKET.into(),
             static_keys: Some(("test".into(), "test".into())),
             // Short: the fault tests freeze moto and wait these out.
             attempt_timeout: std::time::Duration::from_secs(1),
@@ -240,18 +243,34 @@ impl Scene {
 
     /// The role's `ramen-group-rules` policy document, decoded (IAM answers it URL-encoded).
     pub async fn role_policy(&self, role: &str) -> Result<String, String> {
-        let policy = self
-            .iam
-            .get_role_policy()
-            .role_name(role)
-            .policy_name("ramen-group-rules")
-            .send()
-            .await;
+        self.inline_policy(role, crate::aws::POLICY_NAME).await
+    }
+
+    /// A role's inline policy `name`, decoded.
+    pub async fn inline_policy(&self, role: &str, name: &str) -> Result<String, String> {
+        let policy = self.iam.get_role_policy().role_name(role).policy_name(name).send().await;
         Ok(url_decode(
             policy
                 .map_err(|e| format!("{}", aws_sdk_iam::error::DisplayErrorContext(e)))?
                 .policy_document(),
         ))
+    }
+
+    /// A role's permissions boundary: its ARN and the policy's default version, decoded.
+    pub async fn boundary(&self, role: &str) -> Option<(String, serde_json::Value)> {
+        let found = self.iam.get_role().role_name(role).send().await.ok()?;
+        let arn = found.role()?.permissions_boundary()?.permissions_boundary_arn()?.to_owned();
+        let policy = self.iam.get_policy().policy_arn(&arn).send().await.ok()?;
+        let version = policy.policy()?.default_version_id()?.to_owned();
+        let got = self.iam.get_policy_version().policy_arn(&arn).version_id(version);
+        let got = got.send().await.ok()?;
+        let document = url_decode(got.policy_version()?.document()?);
+        Some((arn, serde_json::from_str(&document).ok()?))
+    }
+
+    /// Whether the managed policy `arn` exists.
+    pub async fn policy_exists(&self, arn: &str) -> bool {
+        self.iam.get_policy().policy_arn(arn).send().await.is_ok()
     }
 
     /// Names of every IAM role.
@@ -280,22 +299,4 @@ pub fn header_of(rule: &Rule) -> Option<String> {
         .map(|h| format!("{}={}", h.http_header_name().unwrap(), h.values().join(",")))
 }
 
-/// IAM answers policy documents URL-encoded.
-pub fn url_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(byte) = u8::from_str_radix(&text[i + 1..i + 3], 16)
-        {
-            out.push(byte);
-            i += 3;
-            continue;
-        }
-        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+pub use crate::aws::url_decode;

@@ -7,8 +7,19 @@ use std::net::IpAddr;
 use aws_sdk_elasticloadbalancingv2::types::{ProtocolEnum, Rule};
 use ipnet::IpNet;
 use ramen_cloud::aws::AwsCloud;
-use ramen_cloud::testing::{ACCOUNT, OIDC, Scene, forwarded, header_of, url_decode};
-use ramen_cloud::{CloudError, EdgeRule, Grant, Outcome, ZoneCloud};
+use ramen_cloud::testing::{ACCOUNT, BUCKET, OIDC, Scene, forwarded, header_of, url_decode};
+use ramen_cloud::{CloudError, EdgeRule, Grant, Outcome, ProviderBounds, ZoneCloud};
+use ramen_grant_bounds::Bounds;
+
+/// The bounds a platform starts with.
+fn bounds() -> ProviderBounds {
+    Bounds::default().aws
+}
+
+/// Bounds a super admin widened to let rules name no resource.
+fn unscoped() -> ProviderBounds {
+    ProviderBounds { unscoped: true, ..bounds() }
+}
 
 fn nets(list: &[&str]) -> Vec<IpNet> {
     list.iter().map(|n| n.parse().unwrap()).collect()
@@ -26,9 +37,9 @@ async fn two_zones_get_roles_routes_and_one_edge_rule_and_teardown_leaves_nothin
         permissions: vec!["s3:GetObject".into()],
         resources: vec!["arn:aws:s3:::team-data/*".into()],
     }];
-    let made = cloud.ensure_identity(&a, &grants).await.unwrap();
+    let made = cloud.ensure_identity(&a, &grants, &bounds()).await.unwrap();
     assert_eq!(made.resources, [format!("arn:aws:iam::{ACCOUNT}:role/ramen-team-aws-a")]);
-    cloud.ensure_identity(&b, &[]).await.unwrap();
+    cloud.ensure_identity(&b, &[], &bounds()).await.unwrap();
     let role = scene.iam.get_role().role_name("ramen-team-aws-a").send().await.unwrap();
     let trust = url_decode(role.role().unwrap().assume_role_policy_document().unwrap());
     assert!(trust.contains("system:serviceaccount:ramen-team-aws-a:ramen-worker"), "{trust}");
@@ -40,7 +51,7 @@ async fn two_zones_get_roles_routes_and_one_edge_rule_and_teardown_leaves_nothin
     assert!(policy.contains("s3:GetObject") && policy.contains("team-data"), "{policy}");
     // Changed rules replace the policy; no rules leave none (and only those).
     let fewer = [Grant { permissions: vec!["sqs:SendMessage".into()], resources: vec![] }];
-    cloud.ensure_identity(&a, &fewer).await.unwrap();
+    cloud.ensure_identity(&a, &fewer, &unscoped()).await.unwrap();
     let policy = scene.role_policy("ramen-team-aws-a").await.unwrap();
     assert!(
         policy.contains("sqs:SendMessage")
@@ -49,7 +60,7 @@ async fn two_zones_get_roles_routes_and_one_edge_rule_and_teardown_leaves_nothin
         "{policy}"
     );
     let listed = scene.iam.list_role_policies().role_name("ramen-team-aws-b").send().await.unwrap();
-    assert!(listed.policy_names().is_empty(), "{:?}", listed.policy_names());
+    assert_eq!(listed.policy_names(), ["ramen-blob-access"], "only the bucket, no rules");
 
     // Route: a target group per zone, a zone rule each, one weighted rule over both.
     cloud.ensure_route(&a).await.unwrap();
@@ -198,7 +209,7 @@ async fn resources_ramen_did_not_make_are_named_and_left_alone() {
         .send()
         .await
         .unwrap();
-    let err = cloud.ensure_identity(&a, &[]).await.unwrap_err();
+    let err = cloud.ensure_identity(&a, &[], &bounds()).await.unwrap_err();
     assert!(
         matches!(err, CloudError::NotOurs(_))
             && err
@@ -234,8 +245,8 @@ async fn an_unreachable_cloud_api_is_a_retryable_error_naming_the_call() {
     let cloud = scene.cloud();
     scene.moto.kill().await;
     let a = scene.placement("team", "aws-a", "ramen-team-aws-a");
-    let err = cloud.ensure_identity(&a, &[]).await.unwrap_err();
-    assert!(err.is_retryable() && err.to_string().contains("IAM GetRole"), "{err}");
+    let err = cloud.ensure_identity(&a, &[], &bounds()).await.unwrap_err();
+    assert!(err.is_retryable() && err.to_string().contains("IAM GetPolicy"), "{err}");
     let err = cloud.ensure_route(&a).await.unwrap_err();
     assert!(err.is_retryable() && err.to_string().contains("ELBv2"), "{err}");
     let err = cloud.set_edge_rule("team", &scene.cluster, EdgeRule::Remove).await.unwrap_err();
@@ -248,11 +259,92 @@ async fn an_api_that_accepts_and_never_answers_times_out_as_unavailable() {
     let cloud = scene.cloud();
     let a = scene.placement("team", "aws-a", "ramen-team-aws-a");
     scene.moto.pause().unwrap();
-    let err = cloud.ensure_identity(&a, &[]).await.unwrap_err();
+    let err = cloud.ensure_identity(&a, &[], &bounds()).await.unwrap_err();
     scene.moto.resume().unwrap();
     assert!(err.is_retryable(), "{err}");
     // Once it answers again, the same step finishes and nothing is made twice.
-    cloud.ensure_identity(&a, &[]).await.unwrap();
-    cloud.ensure_identity(&a, &[]).await.unwrap();
+    cloud.ensure_identity(&a, &[], &bounds()).await.unwrap();
+    cloud.ensure_identity(&a, &[], &bounds()).await.unwrap();
     assert_eq!(scene.roles().await.iter().filter(|r| r.starts_with("ramen-")).count(), 1);
+}
+
+#[tokio::test]
+async fn a_group_admins_wildcard_is_refused_and_every_role_is_bounded_to_its_group() {
+    let scene = Scene::start().await;
+    let cloud = scene.cloud();
+    let a = scene.placement("team", "aws-a", "ramen-team-aws-a");
+
+    // The attack: `*` on everything. Refused before anything is made, naming the bound.
+    let everything = [Grant { permissions: vec!["*".into()], resources: vec![] }];
+    let err = cloud.ensure_identity(&a, &everything, &bounds()).await.unwrap_err();
+    assert!(
+        matches!(err, CloudError::Refused(ref m) if m.contains("rule 1: permission \"*\"") && m.contains("aws.wildcards is false")),
+        "{err}"
+    );
+    let passing = [Grant {
+        permissions: vec!["iam:PassRole".into()],
+        resources: vec!["arn:aws:iam::123456789012:role/admin".into()],
+    }];
+    let err = cloud.ensure_identity(&a, &passing, &bounds()).await.unwrap_err();
+    assert!(err.to_string().contains("aws.denied holds \"iam:*\""), "{err}");
+    let rules = scene.role_policy("ramen-team-aws-a").await;
+    assert!(rules.is_err(), "nothing of the rules applied: {rules:?}");
+
+    // A rule inside the bounds: the role carries the boundary, which denies what the bounds
+    // deny whatever any policy of the role allows.
+    let grants = [Grant {
+        permissions: vec!["s3:GetObject".into()],
+        resources: vec!["arn:aws:s3:::team-data/*".into()],
+    }];
+    cloud.ensure_identity(&a, &grants, &bounds()).await.unwrap();
+    let (arn, boundary) = scene.boundary("ramen-team-aws-a").await.expect("a boundary");
+    assert_eq!(arn, format!("arn:aws:iam::{ACCOUNT}:policy/ramen/ramen-team-aws-a-boundary"));
+    let statements = boundary["Statement"].as_array().unwrap();
+    let deny = statements.iter().find(|s| s["Effect"] == "Deny").expect("a deny");
+    assert_eq!(
+        deny["Action"],
+        serde_json::json!(["iam:*", "sts:*", "organizations:*", "account:*"])
+    );
+    assert_eq!(deny["Resource"], "*");
+    let allow = statements.iter().find(|s| s["Sid"] == "Bounds").unwrap();
+    assert_eq!(allow["Action"], serde_json::json!(["*"]));
+
+    // The workers' own reach into the platform's bucket: their group's prefix only.
+    let blob = scene.inline_policy("ramen-team-aws-a", "ramen-blob-access").await.unwrap();
+    assert!(blob.contains(&format!("arn:aws:s3:::{BUCKET}/groups/team/*")), "{blob}");
+    assert!(blob.contains(&format!("arn:aws:s3:::{BUCKET}/groups/team/environments/*")), "{blob}");
+    assert!(!blob.contains("groups/*") && !blob.contains(&format!("{BUCKET}/*")), "{blob}");
+    assert!(serde_json::to_string(&boundary).unwrap().contains(&format!("{BUCKET}/groups/team/*")));
+
+    // The super admin narrows the bounds: the next ensure replaces the boundary's version, and
+    // a role whose boundary was taken off (by hand) gets it back.
+    let narrowed =
+        ProviderBounds { denied: vec!["iam:*".into(), "s3:DeleteObject".into()], ..bounds() };
+    scene
+        .iam
+        .delete_role_permissions_boundary()
+        .role_name("ramen-team-aws-a")
+        .send()
+        .await
+        .unwrap();
+    let made = cloud.ensure_identity(&a, &grants, &narrowed).await.unwrap();
+    assert!(made.note.contains("boundary ramen-team-aws-a-boundary updated"), "{}", made.note);
+    assert!(made.note.contains("permissions boundary set"), "{}", made.note);
+    let (_, boundary) = scene.boundary("ramen-team-aws-a").await.expect("a boundary again");
+    let deny =
+        boundary["Statement"].as_array().unwrap().iter().find(|s| s["Effect"] == "Deny").cloned();
+    assert_eq!(deny.unwrap()["Action"], serde_json::json!(["iam:*", "s3:DeleteObject"]));
+    // Unchanged bounds change nothing; six narrowings stay within IAM's five versions.
+    let again = cloud.ensure_identity(&a, &grants, &narrowed).await.unwrap();
+    assert!(!again.note.contains("boundary"), "{}", again.note);
+    for i in 0..6 {
+        let mut more = narrowed.clone();
+        more.denied.push(format!("s3:Put{i}"));
+        cloud.ensure_identity(&a, &grants, &more).await.unwrap();
+    }
+
+    // Teardown takes the boundary policy with the role.
+    let Outcome::Done(note) = cloud.remove_identity(&a).await.unwrap() else { panic!() };
+    assert!(note.contains("policy ramen-team-aws-a-boundary deleted"), "{note}");
+    assert!(!scene.policy_exists(&arn).await, "the boundary is gone");
 }

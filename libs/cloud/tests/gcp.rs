@@ -6,7 +6,13 @@
 use ipnet::IpNet;
 use ramen_cloud::gcp::GcpCloud;
 use ramen_cloud::testing::gcp::{GoogleStandIn, PROJECT};
-use ramen_cloud::{CloudError, EdgeRule, Grant, Outcome, ZoneCloud};
+use ramen_cloud::{CloudError, EdgeRule, Grant, Outcome, ProviderBounds, ZoneCloud};
+use ramen_grant_bounds::Bounds;
+
+/// Bounds a super admin widened to allow bindings on the whole project.
+fn project_scope() -> ProviderBounds {
+    ProviderBounds { unscoped: true, permissions: vec!["*".into()], ..Bounds::default().gcp }
+}
 use serde_json::json;
 
 fn nets(list: &[&str]) -> Vec<IpNet> {
@@ -39,9 +45,9 @@ async fn two_zones_get_accounts_routes_and_one_policy_and_teardown_leaves_nothin
         },
         Grant { permissions: vec!["roles/pubsub.publisher".into()], resources: vec![] },
     ];
-    let made = cloud.ensure_identity(&a, &grants).await.unwrap();
+    let made = cloud.ensure_identity(&a, &grants, &project_scope()).await.unwrap();
     assert_eq!(made.resources, [format!("projects/{PROJECT}/serviceAccounts/{}", email(A.0))]);
-    cloud.ensure_identity(&b, &[]).await.unwrap();
+    cloud.ensure_identity(&b, &[], &project_scope()).await.unwrap();
     let account = format!("projects/{PROJECT}/serviceAccounts/{}", email(A.0));
     let workload = format!("serviceAccount:{PROJECT}.svc.id.goog[{}/ramen-worker]", A.1);
     assert_eq!(
@@ -63,11 +69,11 @@ async fn two_zones_get_accounts_routes_and_one_policy_and_teardown_leaves_nothin
     assert_eq!(roles[1], ("roles/pubsub.publisher".into(), None));
     // Changed rules replace the roles; the operator's binding stays.
     let fewer = [Grant { permissions: vec!["roles/pubsub.publisher".into()], resources: vec![] }];
-    cloud.ensure_identity(&a, &fewer).await.unwrap();
+    cloud.ensure_identity(&a, &fewer, &project_scope()).await.unwrap();
     assert_eq!(google.roles_of(&project, &member), [("roles/pubsub.publisher".into(), None)]);
     assert_eq!(google.roles_of(&project, "user:ops@acme.dev"), [("roles/owner".into(), None)]);
     let bad = [Grant { permissions: vec!["storage.objects.get".into()], resources: vec![] }];
-    let err = cloud.ensure_identity(&a, &bad).await.unwrap_err();
+    let err = cloud.ensure_identity(&a, &bad, &project_scope()).await.unwrap_err();
     assert!(matches!(err, CloudError::Refused(ref m) if m.contains("not a GCP role")), "{err}");
 
     // Route: the group's health check and backend service, a backend service per zone, and
@@ -177,6 +183,7 @@ async fn stale_fingerprints_and_etags_are_read_again_never_overwritten() {
         .ensure_identity(
             &a,
             &[Grant { permissions: vec!["roles/viewer".into()], resources: vec![] }],
+            &project_scope(),
         )
         .await
         .unwrap();
@@ -274,4 +281,59 @@ async fn resources_ramen_did_not_make_are_refused_and_left_alone() {
     let b = google.placement(&named, "other", B.0, "ramen-other-gke-b", B.2);
     let err = cloud.ensure_route(&b).await.unwrap_err();
     assert!(matches!(err, CloudError::NotConfigured(ref m) if m.contains("path_matcher")), "{err}");
+}
+
+#[tokio::test]
+async fn owner_and_project_wide_bindings_are_refused_and_nothing_is_bound() {
+    let google = GoogleStandIn::start().await;
+    let cluster = google.cluster();
+    let cloud = google.cloud();
+    let a = google.placement(&cluster, "team", A.0, A.1, A.2);
+    let bounds = Bounds::default().gcp;
+    let project = format!("projects/{PROJECT}");
+    let member = format!("serviceAccount:{}", email(A.0));
+
+    // The attacks: the owner role, and a harmless-looking role on the whole project.
+    let owner = [Grant {
+        permissions: vec!["roles/owner".into()],
+        resources: vec!["projects/_/buckets/team-data".into()],
+    }];
+    let err = cloud.ensure_identity(&a, &owner, &bounds).await.unwrap_err();
+    assert!(
+        matches!(err, CloudError::Refused(ref m) if m.contains("gcp.denied holds \"roles/owner\"")),
+        "{err}"
+    );
+    let wide = [Grant { permissions: vec!["roles/pubsub.publisher".into()], resources: vec![] }];
+    let err = cloud.ensure_identity(&a, &wide, &bounds).await.unwrap_err();
+    assert!(
+        matches!(err, CloudError::Refused(ref m) if m.contains("a grant on the whole project") && m.contains("gcp.unscoped is false")),
+        "{err}"
+    );
+    assert!(google.roles_of(&project, &member).is_empty(), "nothing bound on the project");
+
+    // Scoped to a resource, the same role is bound with a condition naming it.
+    let scoped = [Grant {
+        permissions: vec!["roles/pubsub.publisher".into()],
+        resources: vec!["projects/p/topics/orders".into()],
+    }];
+    cloud.ensure_identity(&a, &scoped, &bounds).await.unwrap();
+    let roles = google.roles_of(&project, &member);
+    assert_eq!(roles.len(), 1, "{roles:?}");
+    assert!(roles[0].1.as_deref().unwrap().contains("projects/p/topics/orders"), "{roles:?}");
+    // Once the bounds are narrowed, a rule set before is refused and its binding taken away;
+    // the rules still inside stay bound.
+    let storage = Grant {
+        permissions: vec!["roles/storage.objectViewer".into()],
+        resources: vec!["projects/_/buckets/team-data".into()],
+    };
+    let both = [scoped[0].clone(), storage];
+    cloud.ensure_identity(&a, &both, &bounds).await.unwrap();
+    assert_eq!(google.roles_of(&project, &member).len(), 2);
+    let narrowed = ProviderBounds { denied: vec!["roles/pubsub.*".into()], ..bounds };
+    let err = cloud.ensure_identity(&a, &both, &narrowed).await.unwrap_err();
+    assert!(err.to_string().contains("rule 1: permission \"roles/pubsub.publisher\""), "{err}");
+    assert!(err.to_string().contains("gcp.denied holds \"roles/pubsub.*\""), "{err}");
+    let roles = google.roles_of(&project, &member);
+    assert_eq!(roles.len(), 1, "{roles:?}");
+    assert_eq!(roles[0].0, "roles/storage.objectViewer");
 }

@@ -10,6 +10,7 @@
 //! (IAM actions are case-insensitive), resources with it.
 
 mod glob;
+pub mod proto;
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +18,6 @@ pub use glob::{matches, overlaps};
 
 /// What group admins may grant on one provider.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ProviderBounds {
     /// Patterns a rule's permissions must each fall under.
     pub permissions: Vec<String>,
@@ -38,7 +38,6 @@ pub struct ProviderBounds {
 
 /// Per provider.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Bounds {
     pub aws: ProviderBounds,
     pub gcp: ProviderBounds,
@@ -70,7 +69,8 @@ impl Default for Bounds {
             aws: ProviderBounds {
                 permissions: list(&["*"]),
                 denied: list(&["iam:*", "sts:*", "organizations:*", "account:*"]),
-                resources: list(&["arn:*"]),
+                // Any resource a rule names (`*` alone is "unscoped", refused below).
+                resources: list(&["*"]),
                 wildcards: false,
                 unscoped: false,
             },
@@ -124,6 +124,19 @@ impl Bounds {
                         ),
                     });
                 }
+                // The AWS resource patterns become the boundary's `Resource`, which IAM takes
+                // only as `*` or an ARN naming its partition and service.
+                if provider == Provider::Aws
+                    && name == "resources"
+                    && let Some(bad) = list.iter().find(|p| !aws_resource_pattern(p))
+                {
+                    return Err(InvalidBounds {
+                        field,
+                        problem: format!(
+                            "{bad:?} is not `*` or an ARN pattern naming its partition and service (arn:aws:s3:::team-*)"
+                        ),
+                    });
+                }
             }
         }
         Ok(())
@@ -132,6 +145,18 @@ impl Bounds {
 
 /// The most patterns one list of the bounds holds.
 pub const MAX_PATTERNS: usize = 200;
+
+fn aws_resource_pattern(pattern: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    let mut parts = pattern.splitn(4, ':');
+    let literal = |part: Option<&str>| part.is_some_and(|p| !p.is_empty() && !p.contains('*'));
+    parts.next() == Some("arn")
+        && literal(parts.next())
+        && literal(parts.next())
+        && parts.next().is_some()
+}
 
 fn well_formed(pattern: &str) -> bool {
     !pattern.is_empty() && pattern.len() <= 512 && !pattern.chars().any(char::is_whitespace)

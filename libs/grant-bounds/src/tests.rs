@@ -98,9 +98,15 @@ fn bounds_round_trip_and_malformed_ones_name_their_field() {
     let mut bad = bounds.clone();
     bad.gcp.denied.push("roles/ owner".into());
     assert_eq!(bad.validate().unwrap_err().field, "gcp.denied");
-    let mut long = bounds;
-    long.aws.resources = vec!["arn:*".into(); MAX_PATTERNS + 1];
+    let mut long = bounds.clone();
+    long.aws.resources = vec!["arn:aws:s3:::a".into(); MAX_PATTERNS + 1];
     assert_eq!(long.validate().unwrap_err().field, "aws.resources");
+    for bad in ["arn:*", "arn:aws:*:::x", "s3:::bucket"] {
+        let mut iam_refuses = bounds.clone();
+        iam_refuses.aws.resources = vec![bad.into()];
+        let err = iam_refuses.validate().unwrap_err();
+        assert!(err.problem.contains("ARN pattern"), "{bad}: {err}");
+    }
 }
 
 /// Reference matcher: `*` as any run, by recursion.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use ramen_store::{Collection, CollectionSpec, DocumentStore, StoreError};
 
 use crate::model::{
-    AuditRecord, GroupRecord, McpKeyRecord, MembershipRecord, PendingAccountRecord, RefreshRecord,
-    RevokedSessionRecord, SecretRecord, ServiceAccountRecord, UserRecord,
+    AuditRecord, BoundsRecord, GroupRecord, McpKeyRecord, MembershipRecord, PendingAccountRecord,
+    RefreshRecord, RevokedSessionRecord, SecretRecord, ServiceAccountRecord, UserRecord,
 };
 
 pub const USERS: &str = "auth_users";
@@ -18,6 +18,7 @@ pub const REVOKED_SESSIONS: &str = "auth_revoked_sessions";
 pub const MCP_KEYS: &str = "auth_mcp_keys";
 pub const SECRETS: &str = "auth_secrets";
 pub const SERVICE_ACCOUNTS: &str = "auth_service_accounts";
+pub const BOUNDS: &str = "auth_service_account_bounds";
 pub const AUDIT: &str = "auth_audit";
 
 #[derive(Clone)]
@@ -31,6 +32,7 @@ pub struct Collections {
     pub keys: Collection<McpKeyRecord>,
     pub secrets: Collection<SecretRecord>,
     pub service_accounts: Collection<ServiceAccountRecord>,
+    pub bounds: Collection<BoundsRecord>,
     pub audit: Collection<AuditRecord>,
 }
 
@@ -46,6 +48,7 @@ impl Collections {
             keys: Collection::new(store.clone(), MCP_KEYS),
             secrets: Collection::new(store.clone(), SECRETS),
             service_accounts: Collection::new(store.clone(), SERVICE_ACCOUNTS),
+            bounds: Collection::new(store.clone(), BOUNDS),
             audit: Collection::new(store, AUDIT),
         }
     }
@@ -64,6 +67,7 @@ impl Collections {
             CollectionSpec::new(MCP_KEYS).index("group", ["group"]),
             CollectionSpec::new(SECRETS).index("group", ["group"]),
             CollectionSpec::new(SERVICE_ACCOUNTS),
+            CollectionSpec::new(BOUNDS),
             CollectionSpec::new(AUDIT).index("at", ["at_ms"]).index("group_at", ["group", "at_ms"]),
         ];
         for spec in &specs {

@@ -7,7 +7,7 @@ use ramen_store::Versioned;
 use crate::error::AuthError;
 use crate::members::Member;
 use crate::model::{
-    AuditRecord, McpKeyRecord, MembershipRecord, Role, RuleRecord, SecretRecord,
+    AuditRecord, BoundsRecord, McpKeyRecord, MembershipRecord, Role, RuleRecord, SecretRecord,
     ServiceAccountRecord, UserRecord,
 };
 use crate::sessions::Session;
@@ -126,6 +126,7 @@ pub fn rules_from_pb(rules: Vec<pb::ServiceAccountRule>) -> Vec<RuleRecord> {
 pub fn service_account(
     group: &str,
     sa: &Versioned<ServiceAccountRecord>,
+    bounds: &Versioned<BoundsRecord>,
 ) -> pb::ServiceAccountRules {
     let v = &sa.value;
     pb::ServiceAccountRules {
@@ -141,6 +142,18 @@ pub fn service_account(
             })
             .collect(),
         version: sa.version,
+        updated_at: (v.updated_at_ms > 0).then(|| ts(v.updated_at_ms)),
+        updated_by: v.updated_by.clone(),
+        bounds: Some(self::bounds(bounds)),
+    }
+}
+
+pub fn bounds(b: &Versioned<BoundsRecord>) -> pb::ServiceAccountBounds {
+    let v = &b.value;
+    pb::ServiceAccountBounds {
+        aws: Some((&v.bounds.aws).into()),
+        gcp: Some((&v.bounds.gcp).into()),
+        version: b.version,
         updated_at: (v.updated_at_ms > 0).then(|| ts(v.updated_at_ms)),
         updated_by: v.updated_by.clone(),
     }

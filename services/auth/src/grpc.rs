@@ -263,7 +263,9 @@ impl AuthService for AuthGrpc {
         request: Request<GetServiceAccountRulesRequest>,
     ) -> Answer<ServiceAccountRules> {
         let (caller, r) = split(request);
-        ok(conv::service_account(&r.group, &self.0.get_service_account(&caller, &r.group).await?))
+        let rules = self.0.get_service_account(&caller, &r.group).await?;
+        let bounds = self.0.service_account_bounds().await?;
+        ok(conv::service_account(&r.group, &rules, &bounds))
     }
 
     async fn set_service_account_rules(
@@ -274,7 +276,30 @@ impl AuthService for AuthGrpc {
         let rules = conv::rules_from_pb(r.rules);
         let written =
             self.0.set_service_account(&caller, &r.group, rules, r.expected_version).await?;
-        ok(conv::service_account(&r.group, &written))
+        let bounds = self.0.service_account_bounds().await?;
+        ok(conv::service_account(&r.group, &written, &bounds))
+    }
+
+    async fn get_service_account_bounds(
+        &self,
+        request: Request<GetServiceAccountBoundsRequest>,
+    ) -> Answer<ServiceAccountBounds> {
+        let (caller, _) = split(request);
+        ok(conv::bounds(&self.0.get_service_account_bounds(&caller).await?))
+    }
+
+    async fn set_service_account_bounds(
+        &self,
+        request: Request<SetServiceAccountBoundsRequest>,
+    ) -> Answer<ServiceAccountBounds> {
+        let (caller, r) = split(request);
+        let (Some(aws), Some(gcp)) = (r.aws, r.gcp) else {
+            return Err(Status::invalid_argument("bounds: both aws and gcp are required"));
+        };
+        let bounds = ramen_grant_bounds::Bounds::from_pb(Some(aws), Some(gcp));
+        let written =
+            self.0.set_service_account_bounds(&caller, bounds, r.expected_version).await?;
+        ok(conv::bounds(&written))
     }
 
     async fn append_audit(&self, request: Request<AppendAuditRequest>) -> Answer<AuditEntry> {

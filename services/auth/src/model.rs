@@ -144,6 +144,18 @@ pub struct ServiceAccountRecord {
     pub updated_by: String,
 }
 
+/// `auth_service_account_bounds`, one document ([`BOUNDS_ID`]): what group admins may grant.
+/// Absent = [`ramen_grant_bounds::Bounds::default`]. The store's version is the bounds' version.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BoundsRecord {
+    pub bounds: ramen_grant_bounds::Bounds,
+    pub updated_at_ms: i64,
+    pub updated_by: String,
+}
+
+/// The id of the one bounds document.
+pub const BOUNDS_ID: &str = "platform";
+
 /// `auth_audit`, id = entry id. Only ever inserted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {

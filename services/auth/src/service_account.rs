@@ -1,5 +1,7 @@
 //! Service-account rules per group: the grants the group's zone identity (GCP service account,
-//! AWS IAM role) receives. Stored here, applied by the zone providers.
+//! AWS IAM role) receives. Stored here, applied by the zone providers. Every rule stays inside
+//! the bounds a super admin sets (`ramen_grant_bounds`): checked here when set, and by the
+//! zone-manager again before it applies them.
 
 use ramen_proto::auth::v1::Action;
 use ramen_proto::events::v1::ServiceAccountRulesChanged;
@@ -7,13 +9,14 @@ use ramen_store::{StoreError, Versioned};
 
 use crate::audit::details;
 use crate::error::AuthError;
-use crate::model::{RuleRecord, ServiceAccountRecord, now_ms};
+use crate::model::{BOUNDS_ID, BoundsRecord, RuleRecord, ServiceAccountRecord, now_ms};
 use crate::{Auth, validate};
 use ramen_access::Caller;
+use ramen_grant_bounds::{Bounds, Provider};
 
 const MAX_RULES: usize = 100;
 
-fn check(rules: &[RuleRecord]) -> Result<(), AuthError> {
+fn check(rules: &[RuleRecord], bounds: &Bounds) -> Result<(), AuthError> {
     if rules.len() > MAX_RULES {
         return Err(AuthError::invalid("rules", format!("at most {MAX_RULES} rules")));
     }
@@ -39,6 +42,23 @@ fn check(rules: &[RuleRecord]) -> Result<(), AuthError> {
                 "rules",
                 format!("rule {i}: description is over 1024 bytes"),
             ));
+        }
+    }
+    // Only once every rule is well formed, so a refusal here is about the bounds alone.
+    for (i, rule) in rules.iter().enumerate() {
+        if let Some(provider) = Provider::from_pb(rule.provider) {
+            ramen_grant_bounds::check(
+                bounds.of(provider),
+                provider,
+                i,
+                &rule.permissions,
+                &rule.resources,
+            )
+            .map_err(|refused| {
+                AuthError::Denied(format!(
+                    "{refused}; a super admin sets the bounds (Config page, PUT /api/service-account-bounds)"
+                ))
+            })?;
         }
     }
     Ok(())
@@ -77,7 +97,7 @@ impl Auth {
         let result = async {
             validate::group(group)?;
             self.require(caller, group, Action::ManageServiceAccount).await?;
-            check(&rules)?;
+            check(&rules, &self.service_account_bounds().await?.value.bounds)?;
             let record = ServiceAccountRecord { rules, updated_at_ms: now_ms(), updated_by: caller.audit_actor().to_owned() };
             if expected_version == 0 {
                 let version = self.db.service_accounts.put(group, &record).await?;
@@ -103,6 +123,90 @@ impl Auth {
         .await;
         self.audited(caller, "service_account.set", group, &format!("group/{group}"), extra, result)
             .await
+    }
+
+    /// The bounds in force: the stored ones, or the defaults (version 0) when never set.
+    pub async fn service_account_bounds(&self) -> Result<Versioned<BoundsRecord>, AuthError> {
+        let defaults = || Versioned {
+            id: BOUNDS_ID.to_owned(),
+            version: 0,
+            value: BoundsRecord {
+                bounds: Bounds::default(),
+                updated_at_ms: 0,
+                updated_by: String::new(),
+            },
+        };
+        Ok(self.db.bounds.get(BOUNDS_ID).await?.unwrap_or_else(defaults))
+    }
+
+    /// The bounds, for anyone signed in (a group admin needs them to write rules that pass).
+    pub async fn get_service_account_bounds(
+        &self,
+        caller: &Caller,
+    ) -> Result<Versioned<BoundsRecord>, AuthError> {
+        self.principal(caller).await?;
+        self.service_account_bounds().await
+    }
+
+    /// Replaces the bounds (super admins). Rules already stored are kept as they are; each
+    /// group with rules is told to apply them again, and a zone applies only rules inside the
+    /// new bounds (the zone-manager checks), so a narrowing takes effect without a deploy.
+    pub async fn set_service_account_bounds(
+        &self,
+        caller: &Caller,
+        bounds: Bounds,
+        expected_version: u64,
+    ) -> Result<Versioned<BoundsRecord>, AuthError> {
+        let result = async {
+            if !self.principal(caller).await?.is_super_admin() {
+                return Err(AuthError::Denied(
+                    "only super admins set the service-account bounds".into(),
+                ));
+            }
+            bounds.validate().map_err(|e| AuthError::invalid("bounds", e.to_string()))?;
+            let record = BoundsRecord {
+                bounds,
+                updated_at_ms: now_ms(),
+                updated_by: caller.audit_actor().to_owned(),
+            };
+            let written = if expected_version == 0 {
+                let version = self.db.bounds.put(BOUNDS_ID, &record).await?;
+                Versioned { id: BOUNDS_ID.to_owned(), version, value: record }
+            } else {
+                let current =
+                    Versioned { id: BOUNDS_ID.to_owned(), version: expected_version, value: record };
+                match self.db.bounds.update(current).await {
+                    Ok(written) => written,
+                    Err(StoreError::VersionConflict { actual, .. }) => {
+                        return Err(AuthError::Conflict(format!(
+                            "service-account bounds are at version {actual}, not {expected_version}; re-read and retry"
+                        )));
+                    }
+                    Err(StoreError::NotFound { .. }) => {
+                        return Err(AuthError::Conflict(format!(
+                            "service-account bounds were never set; expected version {expected_version} does not exist"
+                        )));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            for group in self.db.service_accounts.find(&ramen_store::Query::new()).await? {
+                if !group.value.rules.is_empty() {
+                    self.publish_rules_change(caller, &group.id, group.version).await;
+                }
+            }
+            Ok(written)
+        }
+        .await;
+        self.audited(
+            caller,
+            "service_account_bounds.set",
+            "",
+            "platform/service-account-bounds",
+            Default::default(),
+            result,
+        )
+        .await
     }
 
     /// The rules are stored either way; a zone that misses the event gets them at its next

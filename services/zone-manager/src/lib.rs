@@ -81,6 +81,7 @@ impl Clouds {
     pub fn from_config(config: &Config) -> Self {
         let aws = ramen_cloud::aws::AwsCloudSettings {
             endpoint: config.kubernetes.aws_endpoint.clone(),
+            bucket: config.s3.bucket.clone(),
             ..Default::default()
         };
         let gcp = ramen_cloud::gcp::GcpCloudSettings {

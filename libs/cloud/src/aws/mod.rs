@@ -19,6 +19,8 @@ mod errors;
 mod identity;
 mod route;
 
+pub use identity::{BLOB_POLICY_NAME, BOUNDARY_PATH, POLICY_NAME, boundary_name};
+
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -37,6 +39,9 @@ use crate::{CloudError, EdgeRule, Grant, GroupLocks, Made, Outcome, PlacementRef
 pub struct AwsCloudSettings {
     /// Empty = AWS (or `AWS_ENDPOINT_URL`); one endpoint for IAM, ELBv2 and WAFv2 (moto).
     pub endpoint: String,
+    /// The platform's bucket (`s3.bucket`): each role may reach its group's prefix of it.
+    /// Empty = none (a local blob directory).
+    pub bucket: String,
     /// Static keys (a stand-in such as moto); `None` = the standard AWS chain.
     pub static_keys: Option<(String, String)>,
     /// One try of a call (the SDK retries a throttled or failed try within `call_timeout`).
@@ -50,6 +55,7 @@ impl Default for AwsCloudSettings {
     fn default() -> Self {
         Self {
             endpoint: String::new(),
+            bucket: String::new(),
             static_keys: None,
             attempt_timeout: Duration::from_secs(20),
             call_timeout: Duration::from_secs(60),
@@ -120,7 +126,10 @@ impl ZoneCloud for AwsCloud {
         &self,
         placement: &PlacementRef<'_>,
         grants: &[Grant],
+        bounds: &crate::ProviderBounds,
     ) -> Result<Made, CloudError> {
+        let (grants, refused) =
+            crate::within_bounds(ramen_grant_bounds::Provider::Aws, grants, bounds);
         let cluster = placement.cluster;
         if cluster.account_id.is_empty() || cluster.oidc_provider.is_empty() {
             return Ok(Made {
@@ -129,7 +138,10 @@ impl ZoneCloud for AwsCloud {
             });
         }
         let clients = self.clients(cluster).await?;
-        identity::ensure(&clients.iam, placement, grants).await
+        let made =
+            identity::ensure(&clients.iam, placement, &grants, bounds, &self.settings.bucket)
+                .await?;
+        refused.map_or(Ok(made), Err)
     }
 
     async fn ensure_route(&self, placement: &PlacementRef<'_>) -> Result<Made, CloudError> {
@@ -193,4 +205,24 @@ impl ZoneCloud for AwsCloud {
         let clients = self.clients(placement.cluster).await?;
         identity::remove(&clients.iam, placement).await
     }
+}
+
+/// IAM answers policy documents URL-encoded.
+pub fn url_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(byte) = u8::from_str_radix(&text[i + 1..i + 3], 16)
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

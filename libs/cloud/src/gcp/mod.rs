@@ -175,7 +175,10 @@ impl ZoneCloud for GcpCloud {
         &self,
         placement: &PlacementRef<'_>,
         grants: &[Grant],
+        bounds: &crate::ProviderBounds,
     ) -> Result<Made, CloudError> {
+        let (grants, refused) =
+            crate::within_bounds(ramen_grant_bounds::Provider::Gcp, grants, bounds);
         if placement.cluster.project.is_empty() {
             return Ok(Made {
                 resources: Vec::new(),
@@ -184,7 +187,8 @@ impl ZoneCloud for GcpCloud {
         }
         let clients = self.clients().await?;
         let context = self.context(clients, project(placement.cluster)?);
-        identity::ensure(context, placement, grants).await
+        let made = identity::ensure(context, placement, &grants).await?;
+        refused.map_or(Ok(made), Err)
     }
 
     async fn ensure_route(&self, placement: &PlacementRef<'_>) -> Result<Made, CloudError> {

@@ -5,5 +5,6 @@ mod audit;
 mod bootstrap;
 mod keys;
 mod secrets;
+mod service_account;
 mod sessions;
 mod support;

@@ -13,21 +13,28 @@ use crate::model::{PlacementPhase, PlacementRecord, ProviderKind, placement_id};
 use crate::provider::EdgeMember;
 
 impl ZoneManager {
-    /// The group's service-account rules for `provider` as grants to a zone's identity. The
-    /// local provider applies none, so auth is not asked.
+    /// The group's service-account rules for `provider` as grants to a zone's identity, with
+    /// the bounds in force (the cloud refuses rules outside them). The local provider applies
+    /// none, so auth is not asked.
     pub(crate) async fn grants(
         &self,
         group: &str,
         provider: ProviderKind,
-    ) -> Result<Vec<ramen_cloud::Grant>> {
-        if provider == ProviderKind::Local {
-            return Ok(Vec::new());
-        }
+    ) -> Result<ramen_cloud::Grants> {
+        let bounded = match provider {
+            ProviderKind::Local => return Ok(ramen_cloud::Grants::none()),
+            ProviderKind::Aws => ramen_grant_bounds::Provider::Aws,
+            ProviderKind::Gcp => ramen_grant_bounds::Provider::Gcp,
+        };
         let request = auth::GetServiceAccountRulesRequest { group: group.to_owned() };
         let own = crate::events::own_caller();
-        let rules = self.auth.get_service_account_rules(&own, request).await?;
+        let answer = self.auth.get_service_account_rules(&own, request).await?;
+        // An auth without bounds (older) answers none: the defaults hold.
+        let bounds = answer.bounds.map_or_else(ramen_grant_bounds::Bounds::default, |b| {
+            ramen_grant_bounds::Bounds::from_pb(b.aws, b.gcp)
+        });
         let wanted = crate::api::conversions::provider_to_proto(provider) as i32;
-        Ok(rules
+        let rules = answer
             .rules
             .into_iter()
             .filter(|rule| rule.provider == wanted)
@@ -35,7 +42,8 @@ impl ZoneManager {
                 permissions: rule.permissions,
                 resources: rule.resources,
             })
-            .collect())
+            .collect();
+        Ok(ramen_cloud::Grants { rules, bounds: bounds.of(bounded).clone() })
     }
 
     /// The group's live placements on `provider` (not being torn down), but `except`.

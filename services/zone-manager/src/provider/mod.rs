@@ -64,7 +64,7 @@ pub trait ZoneProvider: Send + Sync {
     async fn ensure(
         &self,
         placement: &PlacementRecord,
-        grants: &[ramen_cloud::Grant],
+        grants: &ramen_cloud::Grants,
     ) -> Result<Vec<String>, ProviderError>;
 
     /// Stores what the next (re)start of a track loads: snapshot, secrets, verbose flag.

@@ -129,12 +129,19 @@ async fn a_gke_zone_gets_its_account_route_and_policy_and_teardown_leaves_nothin
     assert_eq!(roles.len(), 1, "only the GCP rules: {roles:?}");
     assert_eq!(roles[0].0, "roles/storage.objectViewer");
 
-    // Rules changed on the group page: every zone's account follows.
+    // Rules changed on the group page to a role on the whole project: outside the bounds auth
+    // answers (its defaults), so no zone binds it, and the rules before it are taken away.
     auth.service_account_rules.lock()[0] = auth::ServiceAccountRule {
         provider: common::Provider::Gcp as i32,
         permissions: vec!["roles/pubsub.subscriber".into()],
         ..Default::default()
     };
+    let defaults = ramen_grant_bounds::Bounds::default();
+    *auth.service_account_bounds.lock() = Some(auth::ServiceAccountBounds {
+        aws: Some((&defaults.aws).into()),
+        gcp: Some((&defaults.gcp).into()),
+        ..Default::default()
+    });
     let event =
         ev::ServiceAccountRulesChanged { group: GROUP.into(), version: 2, ..Default::default() };
     let subject = ramen_service::subject::<ev::ServiceAccountRulesChanged>();
@@ -142,6 +149,25 @@ async fn a_gke_zone_gets_its_account_route_and_policy_and_teardown_leaves_nothin
         .platform
         .bus
         .publish(&subject, &event, PublishOptions::with_msg_id("rules-2"))
+        .await
+        .unwrap();
+    let member_a = format!("serviceAccount:{}", email("gkea"));
+    eventually("gkea's account holds no role", Duration::from_secs(30), || {
+        let roles = google.roles_of(&project, &member_a);
+        async move { if roles.is_empty() { Ok(()) } else { Err(format!("{roles:?}")) } }
+    })
+    .await;
+
+    // A super admin allows project scope: the same rules now reach every zone.
+    let mut widened = defaults.gcp.clone();
+    widened.unscoped = true;
+    auth.service_account_bounds.lock().as_mut().unwrap().gcp = Some((&widened).into());
+    let event =
+        ev::ServiceAccountRulesChanged { group: GROUP.into(), version: 3, ..Default::default() };
+    harness
+        .platform
+        .bus
+        .publish(&subject, &event, PublishOptions::with_msg_id("rules-3"))
         .await
         .unwrap();
     for zone in ["gkea", "gkeb"] {

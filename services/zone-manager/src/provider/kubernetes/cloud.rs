@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 
 use ipnet::IpNet;
-use ramen_cloud::{CloudError, EdgeRule, Grant, Outcome, PlacementRef, ZoneCloud};
+use ramen_cloud::{CloudError, EdgeRule, Grants, Outcome, PlacementRef, ZoneCloud};
 use ramen_config::ClusterConfig;
 
 use super::manifests::WORKER_SERVICE_ACCOUNT;
@@ -39,10 +39,13 @@ pub(super) async fn ensure(
     cloud: &dyn ZoneCloud,
     placement: &Placement<'_>,
     cluster: &ClusterConfig,
-    grants: &[Grant],
+    grants: &Grants,
 ) -> Result<Vec<String>, ProviderError> {
     let placement_ref = reference(placement, cluster);
-    let identity = cloud.ensure_identity(&placement_ref, grants).await.map_err(error)?;
+    let identity = cloud
+        .ensure_identity(&placement_ref, &grants.rules, &grants.bounds)
+        .await
+        .map_err(error)?;
     let route = cloud.ensure_route(&placement_ref).await.map_err(error)?;
     tracing::info!(
         group = placement.target.group,

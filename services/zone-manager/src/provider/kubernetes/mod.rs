@@ -134,7 +134,7 @@ impl ZoneProvider for KubernetesProvider {
     async fn ensure(
         &self,
         record: &PlacementRecord,
-        grants: &[ramen_cloud::Grant],
+        grants: &ramen_cloud::Grants,
     ) -> Result<Vec<String>, ProviderError> {
         let placement = self.of(record).await?;
         let target = &placement.target;

@@ -125,7 +125,7 @@ impl ZoneProvider for LocalProvider {
     async fn ensure(
         &self,
         record: &PlacementRecord,
-        _grants: &[ramen_cloud::Grant],
+        _grants: &ramen_cloud::Grants,
     ) -> Result<Vec<String>, ProviderError> {
         let _sharing = self.sharing.lock();
         self.check_sharing(&record.group)?;
@@ -252,11 +252,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_host_that_cannot_confine_group_code_takes_one_group() {
+        use ramen_cloud::Grants;
         let dir = tempfile::tempdir().unwrap();
         let weak = provider(dir.path(), 3, SandboxMode::On);
-        weak.ensure(&placement("victim", "z1"), &[]).await.unwrap();
-        weak.ensure(&placement("victim", "z2"), &[]).await.expect("the same group, another zone");
-        let refused = weak.ensure(&placement("evil", "z1"), &[]).await.unwrap_err().to_string();
+        weak.ensure(&placement("victim", "z1"), &Grants::none()).await.unwrap();
+        weak.ensure(&placement("victim", "z2"), &Grants::none())
+            .await
+            .expect("the same group, another zone");
+        let refused =
+            weak.ensure(&placement("evil", "z1"), &Grants::none()).await.unwrap_err().to_string();
         assert!(refused.contains("\"victim\"") && refused.contains("zone.sandbox"), "{refused}");
         assert!(refused.contains("TCP connects"), "says what the kernel lacks: {refused}");
         assert!(
@@ -266,10 +270,13 @@ mod tests {
 
         let unconfined = provider(dir.path(), 3, SandboxMode::Off);
         unconfined
-            .ensure(&placement("evil", "z1"), &[])
+            .ensure(&placement("evil", "z1"), &Grants::none())
             .await
             .expect("the operator chose to share");
         let confining = provider(dir.path(), 7, SandboxMode::On);
-        confining.ensure(&placement("third", "z1"), &[]).await.expect("a kernel that confines");
+        confining
+            .ensure(&placement("third", "z1"), &Grants::none())
+            .await
+            .expect("a kernel that confines");
     }
 }
