@@ -10,6 +10,7 @@
 
 mod audit;
 mod auth;
+mod bounds;
 mod config;
 mod dead_letters;
 mod deploy_views;
@@ -104,6 +105,7 @@ pub fn table() -> Vec<Route> {
     routes.extend(keys::routes());
     routes.extend(secrets::routes());
     routes.extend(service_account::routes());
+    routes.extend(bounds::routes());
     routes.extend(audit::routes());
     routes.extend(zones::routes());
     routes.extend(groups::routes());

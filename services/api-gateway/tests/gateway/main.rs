@@ -2,6 +2,7 @@
 //! (and a real `redis-server` where rate limits are shared).
 
 mod bodies;
+mod bounds;
 mod client_addr;
 mod console;
 mod login_csrf;

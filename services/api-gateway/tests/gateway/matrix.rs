@@ -186,7 +186,9 @@ fn example(world: &World, spec: &RouteSpec) -> Option<Value> {
         "add_member" => json!({ "email": world.victim_email, "role": "member" }),
         "create_key" => json!({ "name": "matrix" }),
         "set_secret" => json!({ "value": "matrix-value" }),
-        "set_rules" => json!({ "rules": [{ "provider": "gcp", "permissions": ["roles/viewer"] }] }),
+        "set_rules" => {
+            json!({ "rules": [{ "provider": "gcp", "permissions": ["roles/viewer"], "resources": ["projects/_/buckets/a"] }] })
+        }
         _ => return None,
     })
 }
