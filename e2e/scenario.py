@@ -791,6 +791,21 @@ def scenario(cluster: Cluster) -> None:
     cluster.cli("ip-rules", "local-a", "-g", GROUP, "--clear")
     eventually("200 on local-a again", 180, lambda: status_of(url, plaintext, zone="local-a") == 200)
 
+    step("the bounds on service-account rules: shown, widened and narrowed back by the super admin")
+    shown = cluster.cli_json("bounds")
+    check(shown.get("aws", {}).get("wildcards") is False and "roles/owner" in shown.get("gcp", {}).get("denied", []),
+          "the safe defaults", shown)
+    widened = dict(shown)
+    widened["gcp"] = dict(shown["gcp"], unscoped=True)
+    written = json.loads(cluster.cli("--json", "bounds", "--set", "-", stdin=json.dumps(widened)).stdout)
+    check(written.get("gcp", {}).get("unscoped") is True and written.get("version", 0) > shown.get("version", 0),
+          "project scope allowed, a new version", written)
+    narrowed = json.dumps(dict(written, gcp=shown["gcp"]))  # carries the version it was read at
+    restored = json.loads(cluster.cli("--json", "bounds", "--set", "-", stdin=narrowed).stdout)
+    check(restored.get("gcp", {}).get("unscoped") is False, "narrowed back", restored)
+    stale = cluster.cli("bounds", "--set", "-", stdin=narrowed, ok=False)
+    check(stale.returncode != 0 and "version" in stale.stderr, "the version read before is stale now", stale.stderr)
+
     step("a broken ref: the canary fails, stable still serves the old tools")
     broken = cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "broken", "--wait", ok=False)
     check(broken.returncode != 0, "a failing exit code for the broken deploy", broken.stdout)

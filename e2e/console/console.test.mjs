@@ -270,6 +270,21 @@ test('Config: flip the auto-rebalance scheduler on; its runs are audited as sche
   await page.locator('#scheduler .badge', { hasText: 'off' }).waitFor();
 });
 
+test('Config: a super admin allows project-wide GCP bindings, then takes it back', async () => {
+  await page.goto('/config');
+  const form = page.locator('#bounds form');
+  assert.match(await form.locator('textarea[name="gcp.denied"]').inputValue(), /roles\/owner/);
+  await form.locator('input[name="gcp.unscoped"]').check();
+  await submitIn(form);
+  await page.locator('#bounds p', { hasText: 'Version 1' }).waitFor();
+  assert.equal(await page.locator('#bounds input[name="gcp.unscoped"]').isChecked(), true);
+  await shot(page, '11b-config-bounds');
+  await page.locator('#bounds input[name="gcp.unscoped"]').uncheck();
+  await submitIn(page.locator('#bounds form'));
+  await page.locator('#bounds p', { hasText: 'Version 2' }).waitFor();
+  assert.equal(await page.locator('#bounds input[name="gcp.unscoped"]').isChecked(), false);
+});
+
 test('a failed deploy shows its error in the Environments row', async () => {
   await page.goto('/groups/hello#environments');
   await page.locator('#add-environment > summary').click();

@@ -1,5 +1,6 @@
 //! Config (super admins): the auto-rebalance scheduler (on/off, interval), the GitHub App the
-//! platform clones private repos with, and the worker sizes with the sizes each zone allows.
+//! platform clones private repos with, the bounds on what group admins may grant their workers
+//! in the cloud, and the worker sizes with the sizes each zone allows.
 //! Whether the viewer may see it is the API's answer to `GET /api/settings`.
 
 use axum::extract::State;
@@ -8,7 +9,7 @@ use maud::html;
 
 use super::Console;
 use super::layout::{Nav, badge, failure_page, form_error, list_or, render, section_failed, when};
-use super::model::{Page, Settings, ZoneSummary};
+use super::model::{Page, ProviderBounds, ServiceAccountBounds, Settings, ZoneSummary};
 use super::viewer::Viewer;
 
 /// The sizes a worker can have (what `s`, `m`, `l` mean on every provider).
@@ -16,9 +17,10 @@ pub const SIZES: [(&str, &str, &str); 3] =
     [("s", "250m", "512Mi"), ("m", "500m", "1Gi"), ("l", "1", "2Gi")];
 
 pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
-    let (settings, zones) = tokio::join!(
+    let (settings, zones, bounds) = tokio::join!(
         console.api.get::<Settings>(&viewer.ctx, "/api/settings"),
         console.api.get::<Page<ZoneSummary>>(&viewer.ctx, "/api/zones?page_size=1000"),
+        console.api.get::<ServiceAccountBounds>(&viewer.ctx, "/api/service-account-bounds"),
     );
     let settings = match settings {
         Ok(s) => s,
@@ -59,6 +61,23 @@ pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
                 }
             }
         }
+        section.card #bounds {
+            h2 { "Service-account bounds" }
+            p.muted.small { "What group admins may grant their workers in the cloud. A rule outside these is refused when set; rules set before a narrowing stay stored but are not applied. On AWS the bounds are also each role's permissions boundary. Patterns use " code { "*" } " for any run of characters." }
+            @match &bounds {
+                Err(f) => (section_failed("bounds", f)),
+                Ok(b) => {
+                    p.small { "Version " (b.version) @if b.version == 0 { " (the defaults)" } @else { ", changed " (when(b.updated_at.as_deref())) " by " code { (b.updated_by) } } "." }
+                    form.stack data-api="/api/service-account-bounds" data-method="PUT" {
+                        input type="hidden" name="expected_version" data-kind="int" value=(b.version);
+                        (provider_bounds("aws", "AWS", "actions", &b.aws))
+                        (provider_bounds("gcp", "GCP", "roles", &b.gcp))
+                        (form_error())
+                        div.actions { button.primary type="submit" { "Save bounds" } }
+                    }
+                }
+            }
+        }
         section.card #sizes {
             h2 { "Sizes" }
             p.muted.small { "What a worker size means; super admins set each placement's size in the group page's Zone actions card, among the sizes its zone allows." }
@@ -75,4 +94,32 @@ pub async fn page(State(console): State<Console>, viewer: Viewer) -> Response {
         }
     };
     render(&viewer, Nav::Config, "Config", body)
+}
+
+/// One provider's fields of the bounds form (`aws.permissions`, ...).
+fn provider_bounds(key: &str, name: &str, what: &str, b: &ProviderBounds) -> maud::Markup {
+    let lines = |list: &[String]| list.join("\n");
+    html! {
+        fieldset.stack data-provider=(key) {
+            legend { (name) }
+            label { "Permissions (" (what) ") group admins may grant"
+                textarea name={ (key) ".permissions" } data-kind="list" rows="3" spellcheck="false" { (lines(&b.permissions)) }
+                small.hint { "One pattern per line." }
+            }
+            label { "Denied, even where the above allows"
+                textarea name={ (key) ".denied" } data-kind="list" rows="4" spellcheck="false" { (lines(&b.denied)) }
+            }
+            label { "Resources rules may name"
+                textarea name={ (key) ".resources" } data-kind="list" rows="2" spellcheck="false" { (lines(&b.resources)) }
+            }
+            label.check {
+                input type="checkbox" name={ (key) ".wildcards" } data-kind="bool" checked[b.wildcards];
+                "Permissions may hold wildcards"
+            }
+            label.check {
+                input type="checkbox" name={ (key) ".unscoped" } data-kind="bool" checked[b.unscoped];
+                @if key == "gcp" { "Rules may bind on the whole project" } @else { "Rules may name every resource" }
+            }
+        }
+    }
 }

@@ -324,6 +324,27 @@ pub struct Settings {
     pub updated_by: String,
 }
 
+/// `GET /api/service-account-bounds`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ServiceAccountBounds {
+    pub aws: ProviderBounds,
+    pub gcp: ProviderBounds,
+    pub version: u64,
+    pub updated_at: Option<String>,
+    pub updated_by: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ProviderBounds {
+    pub permissions: Vec<String>,
+    pub denied: Vec<String>,
+    pub resources: Vec<String>,
+    pub wildcards: bool,
+    pub unscoped: bool,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct AuditEntry {

@@ -197,7 +197,12 @@ async fn each_role_sees_only_what_it_may_and_a_member_of_a_never_sees_b() {
     let envs = get(&stack, Some(&root), "/environments").await;
     assert!(html(&envs).contains("alpha-prod") && html(&envs).contains("beta-secret-env"));
     assert!(html(&get(&stack, Some(&root), "/zones").await).contains("Add zone"));
-    assert_eq!(get(&stack, Some(&root), "/config").await.status, 200);
+    let config = get(&stack, Some(&root), "/config").await;
+    assert_eq!(config.status, 200);
+    // The bounds, as the form that changes them: the defaults, owner and editor denied.
+    let config = html(&config);
+    assert!(config.contains(r#"data-api="/api/service-account-bounds""#), "the bounds form");
+    assert!(config.contains("roles/owner") && config.contains("iam:*"), "the defaults shown");
     assert!(html(&get(&stack, Some(&root), "/users").await).contains("ana@example.com"));
 
     // A removed member loses the page at once (auth is asked on every read).

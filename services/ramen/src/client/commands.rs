@@ -66,6 +66,13 @@ pub enum ClientCommand {
     /// Secrets of a group (values are never shown).
     #[command(subcommand)]
     Secrets(SecretsCmd),
+    /// Show the bounds on what group admins may grant their workers in the cloud (AWS actions,
+    /// GCP roles, resources); `--set FILE` replaces them (super admins; `-` reads stdin), from
+    /// JSON shaped as `ramen bounds --json` prints it.
+    Bounds {
+        #[arg(long, value_name = "FILE")]
+        set: Option<String>,
+    },
     /// Block packages or tools on an environment (gone from lists, calls answer -32601).
     Block {
         environment: String,
@@ -241,6 +248,7 @@ pub async fn run(command: ClientCommand, common: Common) -> Outcome<()> {
         }
         ClientCommand::Keys(cmd) => keys(&mut api, cmd, json).await,
         ClientCommand::Secrets(cmd) => secrets(&mut api, cmd, json).await,
+        ClientCommand::Bounds { set } => bounds(&mut api, set, json).await,
         ClientCommand::Block { environment, group, names } => {
             block(&mut api, &group, &environment, names, true, json).await
         }
@@ -492,6 +500,52 @@ async fn secrets(api: &mut Api, cmd: SecretsCmd, json: bool) -> Outcome<()> {
             say(json, &format!("secret {name} deleted"));
         }
     }
+    Ok(())
+}
+
+const BOUNDS: &str = "/api/service-account-bounds";
+
+async fn bounds(api: &mut Api, set: Option<String>, json: bool) -> Outcome<()> {
+    let shown = match set {
+        None => api.call(Method::GET, BOUNDS, None).await?,
+        Some(file) => {
+            let text = if file == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(&file)
+            };
+            let text = text.map_err(|e| Failure::new(exit::USAGE, format!("{file}: {e}")))?;
+            let mut body: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                Failure::new(exit::USAGE, format!("{file} is not JSON bounds: {e}"))
+            })?;
+            // What `ramen bounds --json` printed may be sent back as it is: its version
+            // guards against overwriting someone else's change.
+            if let Some(fields) = body.as_object_mut() {
+                let version = fields.remove("version");
+                fields.remove("updated_at");
+                fields.remove("updated_by");
+                if let Some(version) = version.filter(|_| !fields.contains_key("expected_version"))
+                {
+                    fields.insert("expected_version".into(), version);
+                }
+            }
+            api.call(Method::PUT, BOUNDS, Some(&body)).await?
+        }
+    };
+    if json {
+        print(&shown, true, &[]);
+        return Ok(());
+    }
+    let rows: Vec<serde_json::Value> = ["aws", "gcp"]
+        .iter()
+        .map(|provider| {
+            let mut row = shown[*provider].clone();
+            row["provider"] = json!(provider);
+            row
+        })
+        .collect();
+    let columns = ["provider", "permissions", "denied", "resources", "wildcards", "unscoped"];
+    print(&serde_json::Value::Array(rows), false, &columns);
     Ok(())
 }
 
