@@ -223,7 +223,7 @@ pub struct RuleView {
     pub provider: ProviderName,
     /// Provider roles or actions, e.g. `roles/storage.objectViewer`, `s3:GetObject`.
     pub permissions: Vec<String>,
-    /// Empty = the provider's default scope.
+    /// Empty = every resource (AWS) or the whole project (GCP): only where the bounds allow it.
     #[serde(default)]
     pub resources: Vec<String>,
     #[serde(default)]

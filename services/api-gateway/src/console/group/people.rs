@@ -180,7 +180,7 @@ pub fn service_account(data: &Data, viewer: &Viewer) -> Markup {
                     div.table-wrap { table #sa-rules {
                         thead { tr { th scope="col" { "Provider" } th scope="col" { "Permissions" } th scope="col" { "Resources" } th scope="col" { "Why" } } }
                         tbody { @for r in &sa.rules { tr {
-                            td { (r.provider) } td { (list_or(&r.permissions, "none")) } td { (list_or(&r.resources, "default scope")) } td { (r.description) }
+                            td { (r.provider) } td { (list_or(&r.permissions, "none")) } td { (list_or(&r.resources, "every resource")) } td { (r.description) }
                         } } }
                     } }
                 }
@@ -193,7 +193,7 @@ pub fn service_account(data: &Data, viewer: &Viewer) -> Markup {
                                 textarea.code name="rules" data-kind="json" rows="6" spellcheck="false" {
                                     (serde_json::to_string_pretty(&sa.rules).unwrap_or_default())
                                 }
-                                small.hint { "A list of " code { "{\"provider\": \"gcp|aws|local\", \"permissions\": [...], \"resources\": [...], \"description\": \"...\"}" } "." }
+                                small.hint { "A list of " code { "{\"provider\": \"gcp|aws|local\", \"permissions\": [...], \"resources\": [...], \"description\": \"...\"}" } ". Each rule must stay inside the bounds a super admin sets (" code { "GET /api/service-account-bounds" } "): by default no wildcards, no IAM or owner/editor roles, and every rule names its resources." }
                             }
                             (form_error())
                             div.actions { button.primary type="submit" { "Save rules" } }
