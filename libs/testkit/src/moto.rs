@@ -103,7 +103,7 @@ impl Moto {
     }
 }
 
-fn form_encode(text: &str) -> String {
+pub(crate) fn form_encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

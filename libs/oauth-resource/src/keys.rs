@@ -1,0 +1,173 @@
+//! The issuers' signing keys: discovery (RFC 8414, then OpenID Connect Discovery), the JWKS,
+//! cached per issuer and fetched again for a key id not seen yet.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::DecodingKey;
+use jsonwebtoken::jwk::JwkSet;
+use parking_lot::Mutex;
+
+/// A key set is read again at most this often for an unknown key id: a flood of tokens naming
+/// made-up keys costs the issuer one request per this, not one per token.
+pub const REFRESH_FLOOR: Duration = Duration::from_secs(10);
+/// A key set older than this is read again before use, so removed keys stop verifying.
+const MAX_AGE: Duration = Duration::from_secs(600);
+
+struct Cached {
+    jwks_uri: String,
+    keys: HashMap<String, (DecodingKey, Option<jsonwebtoken::Algorithm>)>,
+    fetched: Instant,
+}
+
+/// The keys of every issuer a verifier accepts, shared by all the resources that accept it.
+#[derive(Clone)]
+pub struct Issuers {
+    http: reqwest::Client,
+    cache: Arc<Mutex<HashMap<String, Cached>>>,
+    /// Serialises fetches (one discovery or JWKS read at a time per process is plenty).
+    fetching: Arc<tokio::sync::Mutex<()>>,
+    refresh_floor: Duration,
+}
+
+impl Default for Issuers {
+    fn default() -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client");
+        Self { http, cache: Arc::default(), fetching: Arc::default(), refresh_floor: REFRESH_FLOOR }
+    }
+}
+
+/// Why a key could not be had: the token is refused either way, the reason goes to the log.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("issuer {issuer}: {problem}")]
+    Unreachable { issuer: String, problem: String },
+    #[error("issuer {issuer} has no key {kid:?}")]
+    Unknown { issuer: String, kid: String },
+}
+
+impl Issuers {
+    /// With another floor between two reads of a key set for an unknown key id.
+    pub fn with_refresh_floor(mut self, floor: Duration) -> Self {
+        self.refresh_floor = floor;
+        self
+    }
+
+    /// The key `kid` of `issuer` (and the algorithm it is for, when the JWKS says).
+    pub async fn key(
+        &self,
+        issuer: &str,
+        kid: &str,
+    ) -> Result<(DecodingKey, Option<jsonwebtoken::Algorithm>), KeyError> {
+        if let Some(found) = self.cached(issuer, kid, false) {
+            return Ok(found);
+        }
+        let _one = self.fetching.lock().await;
+        // Someone else may have fetched while this waited.
+        if let Some(found) = self.cached(issuer, kid, false) {
+            return Ok(found);
+        }
+        let recent =
+            self.cache.lock().get(issuer).is_some_and(|c| c.fetched.elapsed() < self.refresh_floor);
+        if !recent && let Err(error) = self.fetch(issuer).await {
+            // An issuer that cannot be reached does not take down keys already known: a key
+            // past its age still verifies until the issuer answers again.
+            return self.cached(issuer, kid, true).ok_or(error);
+        }
+        self.cached(issuer, kid, true)
+            .ok_or_else(|| KeyError::Unknown { issuer: issuer.to_owned(), kid: kid.to_owned() })
+    }
+
+    fn cached(
+        &self,
+        issuer: &str,
+        kid: &str,
+        stale_ok: bool,
+    ) -> Option<(DecodingKey, Option<jsonwebtoken::Algorithm>)> {
+        let cache = self.cache.lock();
+        let cached = cache.get(issuer)?;
+        if !stale_ok && cached.fetched.elapsed() > MAX_AGE {
+            return None;
+        }
+        cached.keys.get(kid).cloned()
+    }
+
+    async fn fetch(&self, issuer: &str) -> Result<(), KeyError> {
+        let failed = |problem: String| KeyError::Unreachable { issuer: issuer.to_owned(), problem };
+        let known = self.cache.lock().get(issuer).map(|c| c.jwks_uri.clone());
+        let jwks_uri = match known {
+            Some(uri) => uri,
+            None => self.discover(issuer).await.map_err(failed)?,
+        };
+        let set: JwkSet = self
+            .get_json(&jwks_uri)
+            .await
+            .and_then(|v| serde_json::from_value(v).map_err(|e| format!("JWKS {jwks_uri}: {e}")))
+            .map_err(failed)?;
+        let mut keys = HashMap::new();
+        for jwk in &set.keys {
+            let Some(kid) = jwk.common.key_id.clone() else { continue };
+            match DecodingKey::from_jwk(jwk) {
+                Ok(key) => {
+                    let alg = jwk
+                        .common
+                        .key_algorithm
+                        .and_then(|a| a.to_string().parse::<jsonwebtoken::Algorithm>().ok());
+                    keys.insert(kid, (key, alg));
+                }
+                Err(error) => tracing::warn!(%error, issuer, kid, "a JWKS key ramen cannot use"),
+            }
+        }
+        self.cache
+            .lock()
+            .insert(issuer.to_owned(), Cached { jwks_uri, keys, fetched: Instant::now() });
+        Ok(())
+    }
+
+    /// The issuer's `jwks_uri`: RFC 8414 metadata first, then OpenID Connect Discovery; the
+    /// document must name the same issuer (a mix-up defence both specify).
+    async fn discover(&self, issuer: &str) -> Result<String, String> {
+        let base = issuer.trim_end_matches('/');
+        let (origin, path) = match base.find("://").map(|i| i + 3) {
+            Some(start) => match base[start..].find('/') {
+                Some(slash) => base.split_at(start + slash),
+                None => (base, ""),
+            },
+            None => return Err(format!("{issuer} is not a URL")),
+        };
+        let candidates = [
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{base}/.well-known/openid-configuration"),
+        ];
+        let mut problems = Vec::new();
+        for url in candidates {
+            match self.get_json(&url).await {
+                Ok(document) => {
+                    if document["issuer"].as_str().map(|i| i.trim_end_matches('/')) != Some(base) {
+                        problems.push(format!("{url} names issuer {}", document["issuer"]));
+                        continue;
+                    }
+                    return document["jwks_uri"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("{url} names no jwks_uri"));
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+        Err(problems.join("; "))
+    }
+
+    async fn get_json(&self, url: &str) -> Result<serde_json::Value, String> {
+        let answer = self.http.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
+        if !answer.status().is_success() {
+            return Err(format!("{url}: {}", answer.status()));
+        }
+        answer.json().await.map_err(|e| format!("{url}: {e}"))
+    }
+}

@@ -1,0 +1,198 @@
+//! One access token against one resource's expectations.
+
+use jsonwebtoken::{Algorithm, Validation};
+use serde::Deserialize;
+
+use crate::keys::Issuers;
+
+/// What a resource accepts.
+#[derive(Clone, Debug)]
+pub struct Expect {
+    /// This resource's URL: a token's `aud` must name it.
+    pub resource: String,
+    /// The authorization servers whose tokens count.
+    pub issuers: Vec<String>,
+    /// Scopes of which a token must hold at least one to be let in at all (empty: any token).
+    pub scopes: Vec<String>,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds.
+    pub leeway_seconds: u64,
+}
+
+impl Expect {
+    /// `resource` accepting tokens of `issuers` holding one of `scopes`, with 30 s of skew.
+    pub fn new(resource: &str, issuers: &[String], scopes: &[String]) -> Self {
+        Self {
+            resource: resource.to_owned(),
+            issuers: issuers.to_vec(),
+            scopes: scopes.to_vec(),
+            leeway_seconds: 30,
+        }
+    }
+}
+
+/// Who is calling, from a verified token: what rules and tools may use. Never the token.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub subject: String,
+    pub issuer: String,
+    pub scopes: Vec<String>,
+    pub groups: Vec<String>,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub client_id: Option<String>,
+}
+
+/// Why a request is refused, and the challenge that says so.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// No bearer token: 401 without an error code (RFC 6750 §3.1).
+    #[error("no bearer token")]
+    Missing,
+    /// 401 `invalid_token`: the reason is for the log, the client gets a generic description.
+    #[error("invalid token: {0}")]
+    Invalid(String),
+    /// 403 `insufficient_scope`: a valid token without a scope the request needs.
+    #[error("insufficient scope: needs one of {0:?}")]
+    InsufficientScope(Vec<String>),
+}
+
+impl Rejection {
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Missing | Self::Invalid(_) => 401,
+            Self::InsufficientScope(_) => 403,
+        }
+    }
+
+    /// The `WWW-Authenticate` value: where the metadata is, the scopes to ask for, and the
+    /// error code where there is one.
+    pub fn challenge(&self, metadata_url: &str, scopes: &[String]) -> String {
+        let quoted = |s: &str| s.replace(['"', '\\'], "");
+        let mut value = format!("Bearer resource_metadata=\"{}\"", quoted(metadata_url));
+        let wanted = match self {
+            Self::InsufficientScope(needed) => needed.as_slice(),
+            _ => scopes,
+        };
+        if !wanted.is_empty() {
+            value.push_str(&format!(", scope=\"{}\"", quoted(&wanted.join(" "))));
+        }
+        match self {
+            Self::Missing => {}
+            Self::Invalid(_) => value.push_str(
+                ", error=\"invalid_token\", error_description=\"the access token is not valid for this resource\"",
+            ),
+            Self::InsufficientScope(_) => value.push_str(", error=\"insufficient_scope\""),
+        }
+        value
+    }
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: String,
+    iss: String,
+    #[serde(default)]
+    scope: String,
+    #[serde(default)]
+    groups: Vec<String>,
+    email: Option<String>,
+    name: Option<String>,
+    client_id: Option<String>,
+}
+
+/// Algorithms a token may be signed with: asymmetric only. An issuer publishes public keys; a
+/// verifier that took HS256 could be handed a token "signed" with a public key used as the
+/// shared secret (the algorithm confusion attack).
+const ALGORITHMS: [Algorithm; 7] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::ES256,
+    Algorithm::ES384,
+];
+
+/// Verifies access tokens for one resource.
+#[derive(Clone)]
+pub struct Verifier {
+    issuers: Issuers,
+    expect: Expect,
+}
+
+impl Verifier {
+    pub fn new(issuers: Issuers, expect: Expect) -> Self {
+        Self { issuers, expect }
+    }
+
+    pub fn expect(&self) -> &Expect {
+        &self.expect
+    }
+
+    /// The caller behind an `Authorization` header value.
+    pub async fn verify_header(&self, authorization: Option<&str>) -> Result<Caller, Rejection> {
+        let token = authorization
+            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or(Rejection::Missing)?;
+        self.verify(token).await
+    }
+
+    pub async fn verify(&self, token: &str) -> Result<Caller, Rejection> {
+        let invalid = |why: String| Rejection::Invalid(why);
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| invalid(format!("not a JWT: {e}")))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(invalid(format!("algorithm {:?} is not accepted", header.alg)));
+        }
+        // The issuer is read before the signature is checked only to pick whose keys to use;
+        // a token naming an issuer not accepted here is refused without any request.
+        let issuer = unverified_issuer(token).ok_or_else(|| invalid("no iss claim".into()))?;
+        if !self.expect.issuers.iter().any(|i| same_issuer(i, &issuer)) {
+            return Err(invalid(format!("issuer {issuer} is not accepted")));
+        }
+        let kid = header.kid.clone().ok_or_else(|| invalid("no kid in the header".into()))?;
+        let (key, alg) =
+            self.issuers.key(&issuer, &kid).await.map_err(|e| invalid(e.to_string()))?;
+        if alg.is_some_and(|a| a != header.alg) {
+            return Err(invalid(format!("key {kid} is not for {:?}", header.alg)));
+        }
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[issuer.as_str()]);
+        validation.set_audience(&[self.expect.resource.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = self.expect.leeway_seconds;
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+            .map_err(|e| invalid(e.to_string()))?;
+        let claims = data.claims;
+        let scopes: Vec<String> = claims.scope.split_whitespace().map(str::to_owned).collect();
+        if !self.expect.scopes.is_empty() && !scopes.iter().any(|s| self.expect.scopes.contains(s))
+        {
+            return Err(Rejection::InsufficientScope(self.expect.scopes.clone()));
+        }
+        Ok(Caller {
+            subject: claims.sub,
+            issuer: claims.iss,
+            scopes,
+            groups: claims.groups,
+            email: claims.email,
+            name: claims.name,
+            client_id: claims.client_id,
+        })
+    }
+}
+
+fn same_issuer(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
+/// `iss` of a JWT's payload, unverified.
+fn unverified_issuer(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value["iss"].as_str().map(str::to_owned)
+}

@@ -1,0 +1,69 @@
+// A real OpenID provider for the tests: npm `oidc-provider` (panva's OpenID-certified
+// implementation) configured as an OAuth 2.1 authorization server for MCP resources. Started by
+// libs/testkit (`OidcProvider`) with one JSON argument:
+//   module         path of oidc-provider's package directory
+//   port           the port to listen on (127.0.0.1)
+//   token_ttl      access-token lifetime in seconds
+//   scopes         scopes resource servers accept
+//   redirect_uris  redirect URIs of the public test client
+// It prints `listening <issuer>` once it serves.
+import { generateKeyPairSync } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+
+const options = JSON.parse(process.argv[2]);
+const { default: Provider } = await import(pathToFileURL(join(options.module, 'lib/index.js')).href);
+const port = options.port;
+const issuer = `http://127.0.0.1:${port}`;
+const ttl = options.token_ttl;
+const scopes = options.scopes;
+const redirectUris = options.redirect_uris.length ? options.redirect_uris : ['http://127.0.0.1/callback'];
+
+// A key of this run only: a token from another run (another issuer) is signed by another key.
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const jwk = { ...privateKey.export({ format: 'jwk' }), kid: `k-${port}-${Date.now()}`, alg: 'RS256', use: 'sig' };
+
+// The test user, with the groups claim rules match on.
+const accounts = {
+  alice: { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', groups: ['payments', 'staff'] },
+};
+
+const provider = new Provider(issuer, {
+  jwks: { keys: [jwk] },
+  clients: [
+    // A confidential machine client (client_credentials), and a public one (code + PKCE).
+    { client_id: 'machine', client_secret: 'machine-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: scopes.join(' ') },
+    { client_id: 'public', token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: redirectUris, scope: ['openid', 'profile', 'email', 'groups', ...scopes].join(' ') },
+  ],
+  scopes: ['openid', 'profile', 'email', 'groups', ...scopes],
+  claims: { openid: ['sub'], profile: ['name'], email: ['email'], groups: ['groups'] },
+  pkce: { required: () => true },
+  findAccount: (ctx, id) => {
+    const account = accounts[id];
+    return account && { accountId: id, claims: () => account };
+  },
+  features: {
+    devInteractions: { enabled: true },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (ctx, resource) => ({
+        scope: scopes.join(' '),
+        audience: resource,
+        accessTokenTTL: ttl,
+        accessTokenFormat: 'jwt',
+        jwt: { sign: { alg: 'RS256' } },
+      }),
+    },
+  },
+  // The user's groups travel in the access token, for rules over them.
+  extraTokenClaims: async (ctx, token) => {
+    const account = token.accountId && accounts[token.accountId];
+    return account ? { groups: account.groups, email: account.email, name: account.name } : undefined;
+  },
+  ttl: { AccessToken: ttl, ClientCredentials: ttl },
+});
+provider.proxy = false;
+provider.listen(port, '127.0.0.1', () => console.log(`listening ${issuer}`));

