@@ -13,8 +13,12 @@
 //! zone when one cannot be reached or answers 503 (draining, at its cap: not processed). A
 //! `tools/call` or `prompts/get` whose `Mcp-Name` is blocked on the environment is refused
 //! (-32601) here, before any node sees it; the node checks the header against the body.
+//!
+//! With a [`KeyBook`], MCP keys are checked here too (each hash with its expiry, from auth):
+//! a request without a live key of the environment gets 401 before any node is chosen.
 
 mod directory;
+mod keys;
 mod proxy;
 mod select;
 mod session;
@@ -24,6 +28,7 @@ pub use directory::{
     Blocked, Directory, DirectoryError, GrpcDirectory, Route, StaticDirectory, WorkerRoute,
     ZoneRoute, zone_routes,
 };
+pub use keys::{FRESH_FOR, KeyBook, KeyVerdict, REFETCH_AFTER};
 pub use proxy::{Edge, EdgeSettings, router};
 pub use session::SessionSealer;
 

@@ -25,6 +25,7 @@ use prometheus_client::metrics::family::Family;
 
 use crate::ZONE_HEADER;
 use crate::directory::{Admission, Directory, DirectoryError, Route, ZoneRoute};
+use crate::keys::{KeyBook, KeyVerdict};
 use crate::select::{self, Refusal};
 use crate::session::SessionSealer;
 use crate::stateless;
@@ -54,6 +55,8 @@ impl Default for EdgeSettings {
 
 pub struct Edge {
     directory: Arc<dyn Directory>,
+    /// MCP keys checked here before placing; `None` leaves them to the nodes.
+    keys: Option<Arc<KeyBook>>,
     sealer: SessionSealer,
     client: Client<HttpConnector, Full<Bytes>>,
     settings: EdgeSettings,
@@ -82,7 +85,13 @@ impl Edge {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .build(connector);
-        Self { directory, sealer, client, settings, requests: Family::default() }
+        Self { directory, keys: None, sealer, client, settings, requests: Family::default() }
+    }
+
+    /// Checks MCP keys at the edge too (see [`KeyBook`]).
+    pub fn with_keys(mut self, keys: Arc<KeyBook>) -> Self {
+        self.keys = Some(keys);
+        self
     }
 
     /// Registers the edge's series (`ramen_edge_requests_total{group,status}`) on `metrics`.
@@ -153,7 +162,31 @@ async fn serve(
             return (refuse(StatusCode::SERVICE_UNAVAILABLE, message), false);
         }
     };
+    if let Some(keys) = &edge.keys {
+        let authorization = request.headers().get(header::AUTHORIZATION);
+        let authorization = authorization.and_then(|v| v.to_str().ok());
+        match keys.check(group, environment, authorization).await {
+            KeyVerdict::Valid => {}
+            KeyVerdict::Refused => return (unauthorized(), true),
+            KeyVerdict::Unknowable(reason) => {
+                tracing::warn!(%reason, %group, %environment, "edge cannot check MCP keys; the node will");
+            }
+        }
+    }
     (routed(edge, &route, (group, environment), client, request).await, true)
+}
+
+/// What the node answers a request without a live key, so a client sees one behaviour.
+fn unauthorized() -> Response {
+    let mut response = refuse(
+        StatusCode::UNAUTHORIZED,
+        "a valid MCP key is required (Authorization: Bearer <key>)",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(r#"Bearer realm="ramen", error="invalid_token""#),
+    );
+    response
 }
 
 async fn routed(

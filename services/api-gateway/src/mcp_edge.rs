@@ -9,11 +9,13 @@
 //! - The client address comes from `gateway.trusted_proxies` (the cloud load balancer) like
 //!   the REST API's; the edge passes it on in `X-Forwarded-For`, which the nodes believe from
 //!   the addresses in `zone.trusted_proxies`.
+//! - MCP keys are checked here against auth's (`KeyBook`: fresh for under a second, asked once
+//!   more for a key not seen yet), and again by the node.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramen_edge::{Edge, EdgeSettings, GrpcDirectory, SessionSealer};
+use ramen_edge::{Edge, EdgeSettings, GrpcDirectory, KeyBook, SessionSealer};
 
 use crate::clients::channel;
 use crate::settings::Settings;
@@ -30,9 +32,12 @@ pub fn edge(
 ) -> Result<Arc<Edge>, String> {
     let key = ramen_config::decode_secrets_key(&auth.secrets_key).map_err(|e| e.to_string())?;
     let sealer = SessionSealer::from_secret(&key);
-    use ramen_access::audience::{DEPLOYER, ZONE_MANAGER};
+    use ramen_access::audience::{AUTH, DEPLOYER, ZONE_MANAGER};
     let deployer = channel(&settings.deployer_endpoint, LOOKUP_TIMEOUT, tickets.clone(), DEPLOYER)?;
-    let zones = channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets, ZONE_MANAGER)?;
+    let zones =
+        channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets.clone(), ZONE_MANAGER)?;
+    let keys = channel(&settings.auth_endpoint, LOOKUP_TIMEOUT, tickets, AUTH)?;
+    let keys = KeyBook::new(Arc::new(ramen_clients::GrpcAuth::new(keys)));
     let directory = GrpcDirectory::new(
         Arc::new(ramen_clients::GrpcDeployer::new(deployer)),
         Arc::new(ramen_clients::GrpcZones::new(zones)),
@@ -40,5 +45,6 @@ pub fn edge(
     );
     let edge_settings =
         EdgeSettings { trusted_proxies: settings.trusted_proxies.clone(), ..Default::default() };
-    Ok(Arc::new(Edge::new(Arc::new(directory), sealer, edge_settings)))
+    let edge = Edge::new(Arc::new(directory), sealer, edge_settings).with_keys(Arc::new(keys));
+    Ok(Arc::new(edge))
 }

@@ -5,6 +5,7 @@ mod bodies;
 mod bounds;
 mod client_addr;
 mod console;
+mod edge_keys;
 mod login_csrf;
 mod matrix;
 mod members;

@@ -1,0 +1,160 @@
+//! MCP keys checked at the edge, before any node sees the request: an unknown, revoked or
+//! expired key gets 401 here, as at the node. The node still checks (it may be reached
+//! without the edge); this keeps refused callers off the workers and makes a revocation
+//! count within [`FRESH_FOR`] everywhere the edge serves, with nothing pushed.
+//!
+//! The keys of an environment come from auth (`ListMcpKeyHashes`), each hash with its expiry,
+//! which is compared with the clock on every request. A key not in the set asks auth once more,
+//! so a key created a moment ago works on first use: the request waits until the set is
+//! [`REFETCH_AFTER`] old, and the requests waiting together share one read, so a flood of
+//! made-up keys costs auth one request per interval (and each of them that wait).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use ramen_access::Caller;
+use ramen_clients::AuthClient;
+use subtle::ConstantTimeEq;
+
+/// How long an environment's key set is used before auth is asked again: the longest a
+/// revoked key still passes the edge.
+pub const FRESH_FOR: Duration = Duration::from_millis(800);
+/// The least time between two reads of one environment's keys for an unknown key.
+pub const REFETCH_AFTER: Duration = Duration::from_millis(250);
+
+/// The edge's verdict on a request's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyVerdict {
+    Valid,
+    /// Missing, unknown, revoked or expired: 401.
+    Refused,
+    /// Auth could not be asked: the node decides (it holds the keys pushed to it).
+    Unknowable(String),
+}
+
+/// SHA-256 digest and expiry (Unix ms, 0 = never) of each live key of an environment.
+type Keys = Arc<Vec<([u8; 32], i64)>>;
+
+struct KeySet {
+    at: Instant,
+    keys: Keys,
+}
+
+/// The key sets of the environments the edge serves.
+pub struct KeyBook {
+    auth: Arc<dyn AuthClient>,
+    sets: Mutex<HashMap<(String, String), KeySet>>,
+    /// One read again at a time, so the requests waiting on one share its answer.
+    refetching: tokio::sync::Mutex<()>,
+}
+
+impl KeyBook {
+    pub fn new(auth: Arc<dyn AuthClient>) -> Self {
+        Self { auth, sets: Mutex::default(), refetching: tokio::sync::Mutex::default() }
+    }
+
+    /// Whether `authorization` (`Bearer <key>`) names a live key of the environment.
+    pub async fn check(
+        &self,
+        group: &str,
+        environment: &str,
+        authorization: Option<&str>,
+    ) -> KeyVerdict {
+        let Some(key) = authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim) else {
+            return KeyVerdict::Refused;
+        };
+        let digest = ramen_node_contract::key_digest(key);
+        let cached = self.cached(group, environment, FRESH_FOR);
+        let (keys, fetched_at) = match cached {
+            Some(set) => set,
+            None => match self.fetch(group, environment).await {
+                Ok(set) => set,
+                Err(reason) => return KeyVerdict::Unknowable(reason),
+            },
+        };
+        match find(&keys, &digest) {
+            Found::Live => return KeyVerdict::Valid,
+            Found::Expired => return KeyVerdict::Refused,
+            Found::No => {}
+        }
+        // Perhaps created since the set was read: ask once more, once the set is old enough.
+        tokio::time::sleep(REFETCH_AFTER.saturating_sub(fetched_at.elapsed())).await;
+        let _one = self.refetching.lock().await;
+        let newer = {
+            let sets = self.sets.lock();
+            sets.get(&(group.to_owned(), environment.to_owned()))
+                .filter(|set| set.at > fetched_at)
+                .map(|set| set.keys.clone())
+        };
+        let keys = match newer {
+            Some(keys) => keys,
+            None => match self.fetch(group, environment).await {
+                Ok((keys, _)) => keys,
+                Err(reason) => return KeyVerdict::Unknowable(reason),
+            },
+        };
+        match find(&keys, &digest) {
+            Found::Live => KeyVerdict::Valid,
+            Found::Expired | Found::No => KeyVerdict::Refused,
+        }
+    }
+
+    fn cached(
+        &self,
+        group: &str,
+        environment: &str,
+        younger_than: Duration,
+    ) -> Option<(Keys, Instant)> {
+        let sets = self.sets.lock();
+        let set = sets.get(&(group.to_owned(), environment.to_owned()))?;
+        (set.at.elapsed() < younger_than).then(|| (set.keys.clone(), set.at))
+    }
+
+    async fn fetch(&self, group: &str, environment: &str) -> Result<(Keys, Instant), String> {
+        let edge = Caller::acting_as(ramen_proto::metadata::ACTOR_EDGE);
+        let hashes = self
+            .auth
+            .key_hashes(&edge, group, environment, "")
+            .await
+            .map_err(|e| format!("auth: {}", e.message))?;
+        let keys: Vec<([u8; 32], i64)> = hashes
+            .into_iter()
+            .filter_map(|k| {
+                let digest: [u8; 32] = hex::decode(&k.sha256_hex).ok()?.try_into().ok()?;
+                Some((digest, k.expires_at_unix_ms))
+            })
+            .collect();
+        let (keys, at) = (Arc::new(keys), Instant::now());
+        self.sets
+            .lock()
+            .insert((group.to_owned(), environment.to_owned()), KeySet { at, keys: keys.clone() });
+        Ok((keys, at))
+    }
+}
+
+enum Found {
+    Live,
+    Expired,
+    No,
+}
+
+/// Every hash compared in constant time (no early exit), as the node does.
+fn find(keys: &[([u8; 32], i64)], digest: &[u8; 32]) -> Found {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    let (mut live, mut expired) = (false, false);
+    for (hash, expires_at) in keys {
+        let same = bool::from(hash.ct_eq(digest));
+        let alive = *expires_at == 0 || now < *expires_at;
+        live |= same & alive;
+        expired |= same & !alive;
+    }
+    if live {
+        Found::Live
+    } else if expired {
+        Found::Expired
+    } else {
+        Found::No
+    }
+}
