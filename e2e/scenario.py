@@ -775,6 +775,11 @@ def scenario(cluster: Cluster) -> None:
     check(time.time() >= expires_at, "refused only from its expiry on", stamp)
     shown = [k for k in cluster.cli_items("keys", "list", "-g", GROUP) if k.get("name") == "expiring"]
     check(bool(shown) and shown[0].get("expires_at", "").startswith(stamp[:16]), "the CLI shows its expiry", shown)
+    # The edge reports the keys it let through every 30 s: the key in use shows when.
+    def last_used(name: str) -> Any:
+        return next((k.get("last_used_at") for k in cluster.cli_items("keys", "list", "-g", GROUP)
+                     if k.get("name") == name), None)
+    eventually("the CLI shows when the e2e key was last used", 90, lambda: last_used("e2e"))
 
     step("an IP rule excluding the client gets 403; clearing it lets it in again")
     cluster.cli("ip-rules", "local-a", "-g", GROUP, "10.123.0.0/16")

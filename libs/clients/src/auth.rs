@@ -18,6 +18,7 @@ client! {
     fn register_group(pb::RegisterGroupRequest) -> pb::RegisterGroupResponse;
     fn purge_group(pb::PurgeGroupRequest) -> pb::PurgeGroupResponse;
     fn list_mcp_key_hashes(pb::ListMcpKeyHashesRequest) -> pb::ListMcpKeyHashesResponse;
+    fn record_mcp_key_use(pb::RecordMcpKeyUseRequest) -> pb::RecordMcpKeyUseResponse;
     fn resolve_secrets(pb::ResolveSecretsRequest) -> pb::ResolveSecretsResponse;
     fn append_audit(pb::AppendAuditRequest) -> pb::AuditEntry;
     fn get_service_account_rules(pb::GetServiceAccountRulesRequest) -> pb::ServiceAccountRules;
@@ -26,6 +27,7 @@ client! {
 impl CallBudget for pb::RegisterGroupRequest {}
 impl CallBudget for pb::PurgeGroupRequest {}
 impl CallBudget for pb::ListMcpKeyHashesRequest {}
+impl CallBudget for pb::RecordMcpKeyUseRequest {}
 impl CallBudget for pb::ResolveSecretsRequest {}
 impl CallBudget for pb::AppendAuditRequest {}
 impl CallBudget for pb::GetServiceAccountRulesRequest {}

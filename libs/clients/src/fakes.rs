@@ -94,6 +94,15 @@ impl AuthClient for FakeAuth {
         Ok(auth::ListMcpKeyHashesResponse { keys: self.keys.lock().clone(), page: None })
     }
 
+    async fn record_mcp_key_use(
+        &self,
+        _caller: &Caller,
+        request: auth::RecordMcpKeyUseRequest,
+    ) -> Result<auth::RecordMcpKeyUseResponse, UpstreamError> {
+        self.count("record_mcp_key_use");
+        Ok(auth::RecordMcpKeyUseResponse { recorded: request.uses.len() as u32 })
+    }
+
     async fn resolve_secrets(
         &self,
         _caller: &Caller,

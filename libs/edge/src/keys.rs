@@ -8,6 +8,10 @@
 //! so a key created a moment ago works on first use: the request waits until the set is
 //! [`REFETCH_AFTER`] old, and the requests waiting together share one read, so a flood of
 //! made-up keys costs auth one request per interval (and each of them that wait).
+//!
+//! Each key let through is noted (key id, time) and the notes are sent to auth in one batch per
+//! [`KeyBook::spawn_use_reports`] interval (`RecordMcpKeyUse`), off the request path: the console
+//! and `ramen keys list` show when each key was last used.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,8 +38,14 @@ pub enum KeyVerdict {
     Unknowable(String),
 }
 
-/// SHA-256 digest and expiry (Unix ms, 0 = never) of each live key of an environment.
-type Keys = Arc<Vec<([u8; 32], i64)>>;
+/// One live key of an environment: its SHA-256 digest, expiry (Unix ms, 0 = never) and id.
+struct LiveKey {
+    digest: [u8; 32],
+    expires_at: i64,
+    id: String,
+}
+
+type Keys = Arc<Vec<LiveKey>>;
 
 struct KeySet {
     at: Instant,
@@ -48,11 +58,59 @@ pub struct KeyBook {
     sets: Mutex<HashMap<(String, String), KeySet>>,
     /// One read again at a time, so the requests waiting on one share its answer.
     refetching: tokio::sync::Mutex<()>,
+    /// Keys let through since the last report: (group, key id) → Unix ms.
+    used: Mutex<HashMap<(String, String), i64>>,
 }
 
 impl KeyBook {
     pub fn new(auth: Arc<dyn AuthClient>) -> Self {
-        Self { auth, sets: Mutex::default(), refetching: tokio::sync::Mutex::default() }
+        Self {
+            auth,
+            sets: Mutex::default(),
+            refetching: tokio::sync::Mutex::default(),
+            used: Mutex::default(),
+        }
+    }
+
+    /// Sends the keys used since the last report to auth every `every`, until the book is
+    /// dropped. A report that fails is merged back and sent with the next.
+    pub fn spawn_use_reports(self: &Arc<Self>, every: Duration) {
+        let book = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(book) = book.upgrade() else { return };
+                book.report_use().await;
+            }
+        });
+    }
+
+    async fn report_use(&self) {
+        let used = std::mem::take(&mut *self.used.lock());
+        if used.is_empty() {
+            return;
+        }
+        let uses = used
+            .iter()
+            .map(|((group, key_id), at)| ramen_proto::auth::v1::McpKeyUse {
+                group: group.clone(),
+                key_id: key_id.clone(),
+                at: Some(prost_types::Timestamp {
+                    seconds: at / 1000,
+                    nanos: ((at % 1000) * 1_000_000) as i32,
+                }),
+            })
+            .collect();
+        let edge = Caller::acting_as(ramen_proto::metadata::ACTOR_EDGE);
+        let request = ramen_proto::auth::v1::RecordMcpKeyUseRequest { uses };
+        if let Err(error) = self.auth.record_mcp_key_use(&edge, request).await {
+            tracing::warn!(error = %error.message, keys = used.len(), "key use not reported; sent with the next report");
+            let mut pending = self.used.lock();
+            for (key, at) in used {
+                let slot = pending.entry(key).or_insert(at);
+                *slot = (*slot).max(at);
+            }
+        }
     }
 
     /// Whether `authorization` (`Bearer <key>`) names a live key of the environment.
@@ -75,7 +133,7 @@ impl KeyBook {
             },
         };
         match find(&keys, &digest) {
-            Found::Live => return KeyVerdict::Valid,
+            Found::Live(id) => return self.used(group, id),
             Found::Expired => return KeyVerdict::Refused,
             Found::No => {}
         }
@@ -96,9 +154,14 @@ impl KeyBook {
             },
         };
         match find(&keys, &digest) {
-            Found::Live => KeyVerdict::Valid,
+            Found::Live(id) => self.used(group, id),
             Found::Expired | Found::No => KeyVerdict::Refused,
         }
+    }
+
+    fn used(&self, group: &str, key_id: String) -> KeyVerdict {
+        self.used.lock().insert((group.to_owned(), key_id), now_ms());
+        KeyVerdict::Valid
     }
 
     fn cached(
@@ -119,11 +182,11 @@ impl KeyBook {
             .key_hashes(&edge, group, environment, "")
             .await
             .map_err(|e| format!("auth: {}", e.message))?;
-        let keys: Vec<([u8; 32], i64)> = hashes
+        let keys: Vec<LiveKey> = hashes
             .into_iter()
             .filter_map(|k| {
                 let digest: [u8; 32] = hex::decode(&k.sha256_hex).ok()?.try_into().ok()?;
-                Some((digest, k.expires_at_unix_ms))
+                Some(LiveKey { digest, expires_at: k.expires_at_unix_ms, id: k.key_id })
             })
             .collect();
         let (keys, at) = (Arc::new(keys), Instant::now());
@@ -135,26 +198,31 @@ impl KeyBook {
 }
 
 enum Found {
-    Live,
+    /// With the key's id.
+    Live(String),
     Expired,
     No,
 }
 
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
 /// Every hash compared in constant time (no early exit), as the node does.
-fn find(keys: &[([u8; 32], i64)], digest: &[u8; 32]) -> Found {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
-    let (mut live, mut expired) = (false, false);
-    for (hash, expires_at) in keys {
-        let same = bool::from(hash.ct_eq(digest));
-        let alive = *expires_at == 0 || now < *expires_at;
-        live |= same & alive;
+fn find(keys: &[LiveKey], digest: &[u8; 32]) -> Found {
+    let now = now_ms();
+    let (mut live, mut expired) = (None, false);
+    for key in keys {
+        let same = bool::from(key.digest.ct_eq(digest));
+        let alive = key.expires_at == 0 || now < key.expires_at;
+        if same & alive {
+            live = Some(key.id.clone());
+        }
         expired |= same & !alive;
     }
-    if live {
-        Found::Live
-    } else if expired {
-        Found::Expired
-    } else {
-        Found::No
+    match live {
+        Some(id) => Found::Live(id),
+        None if expired => Found::Expired,
+        None => Found::No,
     }
 }

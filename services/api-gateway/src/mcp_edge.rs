@@ -10,7 +10,8 @@
 //!   the REST API's; the edge passes it on in `X-Forwarded-For`, which the nodes believe from
 //!   the addresses in `zone.trusted_proxies`.
 //! - MCP keys are checked here against auth's (`KeyBook`: fresh for under a second, asked once
-//!   more for a key not seen yet), and again by the node.
+//!   more for a key not seen yet), and again by the node; the keys let through are reported to
+//!   auth every `key_use_report_every` ("last used").
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +38,8 @@ pub fn edge(
     let zones =
         channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets.clone(), ZONE_MANAGER)?;
     let keys = channel(&settings.auth_endpoint, LOOKUP_TIMEOUT, tickets, AUTH)?;
-    let keys = KeyBook::new(Arc::new(ramen_clients::GrpcAuth::new(keys)));
+    let keys = Arc::new(KeyBook::new(Arc::new(ramen_clients::GrpcAuth::new(keys))));
+    keys.spawn_use_reports(settings.key_use_report_every);
     let directory = GrpcDirectory::new(
         Arc::new(ramen_clients::GrpcDeployer::new(deployer)),
         Arc::new(ramen_clients::GrpcZones::new(zones)),
@@ -45,6 +47,6 @@ pub fn edge(
     );
     let edge_settings =
         EdgeSettings { trusted_proxies: settings.trusted_proxies.clone(), ..Default::default() };
-    let edge = Edge::new(Arc::new(directory), sealer, edge_settings).with_keys(Arc::new(keys));
+    let edge = Edge::new(Arc::new(directory), sealer, edge_settings).with_keys(keys);
     Ok(Arc::new(edge))
 }

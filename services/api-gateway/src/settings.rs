@@ -47,6 +47,8 @@ pub struct Settings {
     pub deployer_endpoint: String,
     pub zone_manager_endpoint: String,
     pub rebalancer_endpoint: String,
+    /// How often the edge reports the MCP keys it let through to auth ("last used").
+    pub key_use_report_every: Duration,
 }
 
 impl Settings {
@@ -62,6 +64,7 @@ impl Settings {
             deployer_endpoint: config.endpoint(ServiceName::Deployer),
             zone_manager_endpoint: config.endpoint(ServiceName::ZoneManager),
             rebalancer_endpoint: config.endpoint(ServiceName::Rebalancer),
+            key_use_report_every: Duration::from_secs(30),
         })
     }
 }

@@ -95,6 +95,7 @@ pub fn key(key: &Versioned<McpKeyRecord>) -> pb::McpKey {
         created_at: Some(ts(k.created_at_ms)),
         created_by: k.created_by.clone(),
         revoked_at: opt_ts(k.revoked_at_ms),
+        last_used_at: opt_ts(k.last_used_at_ms),
     }
 }
 

@@ -212,6 +212,19 @@ impl AuthService for AuthGrpc {
         ok(ListMcpKeyHashesResponse { keys, page: Some(page) })
     }
 
+    async fn record_mcp_key_use(
+        &self,
+        request: Request<RecordMcpKeyUseRequest>,
+    ) -> Answer<RecordMcpKeyUseResponse> {
+        let (caller, r) = split(request);
+        let uses = r
+            .uses
+            .into_iter()
+            .map(|u| (u.group, u.key_id, u.at.as_ref().map_or(0, conv::ms)))
+            .collect();
+        ok(RecordMcpKeyUseResponse { recorded: self.0.record_key_use(&caller, uses).await? })
+    }
+
     async fn set_secret(&self, request: Request<SetSecretRequest>) -> Answer<Secret> {
         let (caller, r) = split(request);
         let value = SecretValue::new(r.value);

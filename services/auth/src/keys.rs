@@ -8,7 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use ramen_proto::auth::v1::Action;
 use ramen_proto::common::v1::{KeyHash, PageInfo, PageRequest};
 use ramen_proto::events::v1::{McpKeyChange, McpKeyChanged};
-use ramen_store::{Query, Versioned};
+use ramen_store::{Query, StoreError, Versioned};
 use rand::RngCore;
 
 use crate::audit::details;
@@ -69,6 +69,7 @@ impl Auth {
                 created_at_ms: now,
                 created_by: caller.audit_actor().to_owned(),
                 revoked_at_ms: None,
+                last_used_at_ms: None,
             };
             let id = new_id();
             let version = self.db.keys.insert(&id, &record).await?;
@@ -212,4 +213,44 @@ impl Auth {
         let info = page.finish(&mut hashes);
         Ok((hashes, info))
     }
+
+    /// When keys were last used, as the edge reports them in batches (control plane only). A
+    /// use within [`LAST_USED_GRAIN_MS`] of the stored time, an unknown key or one of another
+    /// group changes nothing; a write that loses a race is dropped (the next batch carries a
+    /// later time anyway). Answers how many records changed.
+    pub async fn record_key_use(
+        &self,
+        caller: &Caller,
+        uses: Vec<(String, String, i64)>,
+    ) -> Result<u32, AuthError> {
+        if caller.service().is_none() {
+            return Err(AuthError::Denied("key use is reported by the control plane".into()));
+        }
+        if uses.len() > MAX_USES_PER_BATCH {
+            return Err(AuthError::invalid(
+                "uses",
+                format!("at most {MAX_USES_PER_BATCH} per call"),
+            ));
+        }
+        let mut recorded = 0;
+        for (group, key_id, at_ms) in uses {
+            let Some(mut key) = self.db.keys.get(&key_id).await? else { continue };
+            let stale =
+                key.value.last_used_at_ms.is_none_or(|last| at_ms >= last + LAST_USED_GRAIN_MS);
+            if key.value.group != group || !stale {
+                continue;
+            }
+            key.value.last_used_at_ms = Some(at_ms - at_ms % LAST_USED_GRAIN_MS);
+            match self.db.keys.update(key).await {
+                Ok(_) => recorded += 1,
+                Err(StoreError::VersionConflict { .. } | StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(recorded)
+    }
 }
+
+/// "Last used" is kept to the minute: a busy key costs one write a minute, not one a request.
+pub const LAST_USED_GRAIN_MS: i64 = 60_000;
+const MAX_USES_PER_BATCH: usize = 5_000;

@@ -106,6 +106,9 @@ pub struct McpKeyRecord {
     pub created_by: String,
     #[serde(default)]
     pub revoked_at_ms: Option<i64>,
+    /// When the edge last let a request with it through, to the minute.
+    #[serde(default)]
+    pub last_used_at_ms: Option<i64>,
 }
 
 /// `auth_secrets`, id = [`secret_id`]; the sealed value is bound to that id.

@@ -256,6 +256,7 @@ pub struct Key {
     pub created_at: Option<String>,
     pub created_by: String,
     pub revoked_at: Option<String>,
+    pub last_used_at: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -139,11 +139,15 @@ pub struct KeyView {
     pub created_by: String,
     /// Set once revoked.
     pub revoked_at: Option<String>,
+    /// When the edge last let a request with it through (to the minute, reported every 30 s);
+    /// absent = never.
+    pub last_used_at: Option<String>,
 }
 
 impl From<pb::McpKey> for KeyView {
     fn from(k: pb::McpKey) -> Self {
         Self {
+            last_used_at: time(k.last_used_at.as_ref()),
             expires_at: time(k.expires_at.as_ref()),
             created_at: time(k.created_at.as_ref()),
             revoked_at: time(k.revoked_at.as_ref()),

@@ -63,8 +63,25 @@ async fn the_edge_refuses_missing_unknown_revoked_and_expired_keys_before_any_no
     assert!(made.status.is_success(), "{}", made.body);
 
     let (_, good) = create_key(&stack, "good", None).await;
+    let (_, idle) = create_key(&stack, "idle", None).await;
     let passed = mcp(&stack, Some(&good)).await;
     assert_ne!(passed.status, 401, "a live key passes the edge: {}", passed.body);
+    let _ = idle; // never used: its "last used" stays empty
+
+    // "Last used": the edge reports the keys it let through; the list shows when, to the
+    // minute, and "never" for a key no request carried.
+    eventually("the used key shows when it was last used", Duration::from_secs(10), || async {
+        let keys = stack.call(Method::GET, "/api/groups/team/keys", Some(&root), None).await;
+        let items = keys.body["items"].as_array().cloned().unwrap_or_default();
+        let of = |name: &str| items.iter().find(|k| k["name"] == name).cloned();
+        match (of("good"), of("idle")) {
+            (Some(good), Some(idle)) if good["last_used_at"].is_string() => {
+                if idle["last_used_at"].is_null() { Ok(()) } else { Err(format!("idle: {idle}")) }
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
     for (what, key) in
         [("no key", None), ("an unknown key", Some("rk_made-up")), ("a malformed header", Some(""))]

@@ -116,6 +116,7 @@ impl Stack {
         let mut settings = Settings::from_config(&config).unwrap();
         settings.auth_endpoint = format!("http://{}", auth.running.addr);
         settings.limits = limits;
+        settings.key_use_report_every = std::time::Duration::from_millis(200);
         if proxied {
             settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
         }

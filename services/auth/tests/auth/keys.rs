@@ -207,3 +207,49 @@ async fn setting_service_account_rules_is_versioned_and_published() {
     let none = tokio::time::timeout(Duration::from_millis(300), events.next()).await;
     assert!(none.is_err(), "nothing published for a refused change: {none:?}");
 }
+
+/// "Last used", as the edge reports it: kept to the minute (one write a minute for a busy
+/// key), for the key's own group only, and from the control plane only.
+#[tokio::test]
+async fn key_use_is_recorded_to_the_minute_by_the_control_plane_only() {
+    let as_service = |request| as_actor(ramen_proto::metadata::ACTOR_EDGE, request);
+    let world = World::start().await;
+    world.group("alpha").await;
+    let admin = world.user("admin@alpha.dev", false).await;
+    world.member("alpha", &admin, Role::Admin).await;
+    let create =
+        CreateMcpKeyRequest { group: "alpha".into(), name: "ci".into(), ..Default::default() };
+    let key = world
+        .client()
+        .create_mcp_key(as_actor(&admin, create))
+        .await
+        .unwrap()
+        .into_inner()
+        .key
+        .unwrap();
+    assert_eq!(key.last_used_at, None, "never used");
+    let at = |seconds: i64| Some(prost_types::Timestamp { seconds, nanos: 0 });
+    let report = |group: &str, seconds: i64| RecordMcpKeyUseRequest {
+        uses: vec![McpKeyUse { group: group.into(), key_id: key.id.clone(), at: at(seconds) }],
+    };
+    let t = 1_900_000_000; // 40 s past a whole minute
+    let recorded = world.client().record_mcp_key_use(as_service(report("alpha", t))).await.unwrap();
+    assert_eq!(recorded.into_inner().recorded, 1);
+    // Within the minute: nothing written. Another group naming the key: ignored.
+    let again =
+        world.client().record_mcp_key_use(as_service(report("alpha", t + 15))).await.unwrap();
+    assert_eq!(again.into_inner().recorded, 0);
+    let other =
+        world.client().record_mcp_key_use(as_service(report("beta", t + 600))).await.unwrap();
+    assert_eq!(other.into_inner().recorded, 0);
+    // A user may not report use.
+    let err = world
+        .client()
+        .record_mcp_key_use(as_actor(&admin, report("alpha", t + 600)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied, "{err:?}");
+    let listed = ListMcpKeysRequest { group: "alpha".into(), ..Default::default() };
+    let listed = world.client().list_mcp_keys(as_actor(&admin, listed)).await.unwrap().into_inner();
+    assert_eq!(listed.keys[0].last_used_at, at(t - t % 60), "kept to the minute");
+}

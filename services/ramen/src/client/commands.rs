@@ -445,8 +445,16 @@ async fn jobs(
 }
 
 async fn keys(api: &mut Api, cmd: KeysCmd, json: bool) -> Outcome<()> {
-    const COLUMNS: &[&str] =
-        &["id", "name", "prefix", "environments", "zones", "expires_at", "revoked_at"];
+    const COLUMNS: &[&str] = &[
+        "id",
+        "name",
+        "prefix",
+        "environments",
+        "zones",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    ];
     match cmd {
         KeysCmd::Create { name, group, environments, zones, expires_at } => {
             let body = json!({ "name": name, "environments": environments, "zones": zones, "expires_at": expires_at });

@@ -34,7 +34,7 @@ pub fn keys(data: &Data, viewer: &Viewer) -> Markup {
             })),
             Ok(k) => div.table-wrap { table #key-list {
                 thead { tr { th scope="col" { "Name" } th scope="col" { "Key" } th scope="col" { "Environments" } th scope="col" { "Zones" }
-                    th scope="col" { "Expires" } th scope="col" { "Created" } @if manage { th scope="col" { span.sr { "Revoke" } } } } }
+                    th scope="col" { "Expires" } th scope="col" { "Last used" } th scope="col" { "Created" } @if manage { th scope="col" { span.sr { "Revoke" } } } } }
                 tbody { @for key in &k.items {
                     tr data-key=(key.name) {
                         th scope="row" { (key.name) }
@@ -42,6 +42,7 @@ pub fn keys(data: &Data, viewer: &Viewer) -> Markup {
                         td { (list_or(&key.environments, "all")) }
                         td { (list_or(&key.zones, "all")) }
                         td { @if key.expires_at.is_some() { (when(key.expires_at.as_deref())) } @else { span.muted { "never" } } }
+                        td data-last-used { @if key.last_used_at.is_some() { (when(key.last_used_at.as_deref())) } @else { span.muted { "never" } } }
                         td { (when(key.created_at.as_deref())) }
                         @if manage { td.actions {
                             @if key.revoked_at.is_some() { (badge("revoked")) }
