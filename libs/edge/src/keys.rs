@@ -47,6 +47,9 @@ struct LiveKey {
 
 type Keys = Arc<Vec<LiveKey>>;
 
+/// `(group, environment)`.
+type EnvironmentKey = (String, String);
+
 struct KeySet {
     at: Instant,
     keys: Keys,
@@ -56,31 +59,36 @@ struct KeySet {
 pub struct KeyBook {
     auth: Arc<dyn AuthClient>,
     sets: Mutex<HashMap<(String, String), KeySet>>,
-    /// One read again at a time, so the requests waiting on one share its answer.
-    refetching: tokio::sync::Mutex<()>,
+    /// Per environment, one read again at a time, so the requests waiting on one share its
+    /// answer (and a flood on one environment delays no other).
+    refetching: Mutex<HashMap<EnvironmentKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Keys let through since the last report: (group, key id) → Unix ms.
     used: Mutex<HashMap<(String, String), i64>>,
 }
 
 impl KeyBook {
     pub fn new(auth: Arc<dyn AuthClient>) -> Self {
-        Self {
-            auth,
-            sets: Mutex::default(),
-            refetching: tokio::sync::Mutex::default(),
-            used: Mutex::default(),
-        }
+        Self { auth, sets: Mutex::default(), refetching: Mutex::default(), used: Mutex::default() }
     }
 
-    /// Sends the keys used since the last report to auth every `every`, until the book is
-    /// dropped. A report that fails is merged back and sent with the next.
-    pub fn spawn_use_reports(self: &Arc<Self>, every: Duration) {
-        let book = Arc::downgrade(self);
-        tokio::spawn(async move {
+    /// Sends the keys used since the last report to auth every `every` (task
+    /// `edge-key-use-reports` of `tasks`), and once more when the tasks are stopped. A report
+    /// that fails is merged back and sent with the next.
+    pub fn spawn_use_reports(
+        self: &Arc<Self>,
+        tasks: &ramen_lifecycle::TaskCenter,
+        every: Duration,
+    ) {
+        let book = self.clone();
+        tasks.spawn("edge-key-use-reports", move |token| async move {
             loop {
-                tokio::time::sleep(every).await;
-                let Some(book) = book.upgrade() else { return };
-                book.report_use().await;
+                tokio::select! {
+                    _ = token.cancelled() => {
+                        book.report_use().await;
+                        return;
+                    }
+                    _ = tokio::time::sleep(every) => book.report_use().await,
+                }
             }
         });
     }
@@ -139,7 +147,13 @@ impl KeyBook {
         }
         // Perhaps created since the set was read: ask once more, once the set is old enough.
         tokio::time::sleep(REFETCH_AFTER.saturating_sub(fetched_at.elapsed())).await;
-        let _one = self.refetching.lock().await;
+        let lock = self
+            .refetching
+            .lock()
+            .entry((group.to_owned(), environment.to_owned()))
+            .or_default()
+            .clone();
+        let _one = lock.lock().await;
         let newer = {
             let sets = self.sets.lock();
             sets.get(&(group.to_owned(), environment.to_owned()))

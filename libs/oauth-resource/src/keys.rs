@@ -133,13 +133,8 @@ impl Issuers {
     /// document must name the same issuer (a mix-up defence both specify).
     async fn discover(&self, issuer: &str) -> Result<String, String> {
         let base = issuer.trim_end_matches('/');
-        let (origin, path) = match base.find("://").map(|i| i + 3) {
-            Some(start) => match base[start..].find('/') {
-                Some(slash) => base.split_at(start + slash),
-                None => (base, ""),
-            },
-            None => return Err(format!("{issuer} is not a URL")),
-        };
+        let (origin, path) =
+            crate::split_origin(base).ok_or_else(|| format!("{issuer} is not a URL"))?;
         let candidates = [
             format!("{origin}/.well-known/oauth-authorization-server{path}"),
             format!("{base}/.well-known/openid-configuration"),

@@ -33,12 +33,16 @@ pub fn metadata(resource: &str, issuers: &[String], scopes: &[String]) -> serde_
 /// Where a resource's metadata is served (RFC 9728 §3.1): the well-known prefix inserted
 /// between the host and the resource's path.
 pub fn metadata_url(resource: &str) -> String {
-    let (origin, path) = match resource.find("://").map(|i| i + 3) {
-        Some(start) => match resource[start..].find('/') {
-            Some(slash) => resource.split_at(start + slash),
-            None => (resource, ""),
-        },
-        None => (resource, ""),
-    };
+    let (origin, path) = split_origin(resource).unwrap_or((resource, ""));
     format!("{origin}/.well-known/oauth-protected-resource{path}")
+}
+
+/// `https://host:port` and `/the/path` of a URL (the path empty when there is none), where
+/// the well-known documents of RFC 8414 and RFC 9728 go in between; `None` for a non-URL.
+pub(crate) fn split_origin(url: &str) -> Option<(&str, &str)> {
+    let start = url.find("://")? + 3;
+    Some(match url[start..].find('/') {
+        Some(slash) => url.split_at(start + slash),
+        None => (url, ""),
+    })
 }

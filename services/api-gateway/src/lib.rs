@@ -59,7 +59,7 @@ pub async fn start(platform: Platform) -> Result<Running, StartError> {
 /// [`start`] with explicit settings (tests: small rate-limit buckets, endpoints of test servers).
 pub async fn start_with(platform: Platform, settings: Settings) -> Result<Running, StartError> {
     let tickets = platform.tickets.clone();
-    let edge = mcp_edge::edge(&settings, &platform.config.auth, tickets.clone())
+    let edge = mcp_edge::edge(&settings, &platform.config.auth, tickets.clone(), &platform.tasks)
         .map_err(StartError::Config)?;
     edge.register_metrics(&platform.metrics);
     let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone(), tickets)

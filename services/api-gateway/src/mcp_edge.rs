@@ -30,6 +30,7 @@ pub fn edge(
     settings: &Settings,
     auth: &ramen_config::AuthConfig,
     tickets: Arc<ramen_access::TicketKeys>,
+    tasks: &ramen_lifecycle::TaskCenter,
 ) -> Result<Arc<Edge>, String> {
     let key = ramen_config::decode_secrets_key(&auth.secrets_key).map_err(|e| e.to_string())?;
     let sealer = SessionSealer::from_secret(&key);
@@ -39,7 +40,7 @@ pub fn edge(
         channel(&settings.zone_manager_endpoint, LOOKUP_TIMEOUT, tickets.clone(), ZONE_MANAGER)?;
     let keys = channel(&settings.auth_endpoint, LOOKUP_TIMEOUT, tickets, AUTH)?;
     let keys = Arc::new(KeyBook::new(Arc::new(ramen_clients::GrpcAuth::new(keys))));
-    keys.spawn_use_reports(settings.key_use_report_every);
+    keys.spawn_use_reports(tasks, settings.key_use_report_every);
     let directory = GrpcDirectory::new(
         Arc::new(ramen_clients::GrpcDeployer::new(deployer)),
         Arc::new(ramen_clients::GrpcZones::new(zones)),
