@@ -15,6 +15,13 @@ pub const REFRESH_FLOOR: Duration = Duration::from_secs(10);
 /// A key set older than this is read again before use, so removed keys stop verifying.
 const MAX_AGE: Duration = Duration::from_secs(600);
 
+#[derive(Clone)]
+struct Discovered {
+    jwks_uri: String,
+    /// RFC 7662, when the issuer has one.
+    introspection: Option<String>,
+}
+
 struct Cached {
     jwks_uri: String,
     keys: HashMap<String, (DecodingKey, Option<jsonwebtoken::Algorithm>)>,
@@ -26,6 +33,8 @@ struct Cached {
 pub struct Issuers {
     http: reqwest::Client,
     cache: Arc<Mutex<HashMap<String, Cached>>>,
+    /// What discovery found per issuer (its JWKS and introspection endpoints).
+    discovered: Arc<Mutex<HashMap<String, Discovered>>>,
     /// Serialises fetches (one discovery or JWKS read at a time per process is plenty).
     fetching: Arc<tokio::sync::Mutex<()>>,
     refresh_floor: Duration,
@@ -38,7 +47,13 @@ impl Default for Issuers {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("an HTTP client");
-        Self { http, cache: Arc::default(), fetching: Arc::default(), refresh_floor: REFRESH_FLOOR }
+        Self {
+            http,
+            cache: Arc::default(),
+            discovered: Arc::default(),
+            fetching: Arc::default(),
+            refresh_floor: REFRESH_FLOOR,
+        }
     }
 }
 
@@ -102,7 +117,7 @@ impl Issuers {
         let known = self.cache.lock().get(issuer).map(|c| c.jwks_uri.clone());
         let jwks_uri = match known {
             Some(uri) => uri,
-            None => self.discover(issuer).await.map_err(failed)?,
+            None => self.discovered(issuer).await.map_err(failed)?.jwks_uri,
         };
         let set: JwkSet = self
             .get_json(&jwks_uri)
@@ -129,9 +144,46 @@ impl Issuers {
         Ok(())
     }
 
-    /// The issuer's `jwks_uri`: RFC 8414 metadata first, then OpenID Connect Discovery; the
+    /// RFC 7662 introspection of an opaque `token` at `issuer`, authenticating as `client`
+    /// (`client_secret_basic`); answers the issuer's JSON (`active`, `aud`, `scope`, ...).
+    pub async fn introspect(
+        &self,
+        issuer: &str,
+        token: &str,
+        client: &(String, String),
+    ) -> Result<serde_json::Value, KeyError> {
+        let failed = |problem: String| KeyError::Unreachable { issuer: issuer.to_owned(), problem };
+        let endpoint = self.discovered(issuer).await.map_err(failed)?.introspection;
+        let endpoint = endpoint.ok_or_else(|| failed("no introspection_endpoint".into()))?;
+        let form: String = url_form(&[("token", token), ("token_type_hint", "access_token")]);
+        let answer = self
+            .http
+            .post(&endpoint)
+            .basic_auth(&client.0, Some(&client.1))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+            .await
+            .map_err(|e| failed(format!("{endpoint}: {e}")))?;
+        if !answer.status().is_success() {
+            return Err(failed(format!("{endpoint}: {}", answer.status())));
+        }
+        answer.json().await.map_err(|e| failed(format!("{endpoint}: {e}")))
+    }
+
+    /// What discovery says of `issuer`, read once.
+    async fn discovered(&self, issuer: &str) -> Result<Discovered, String> {
+        if let Some(found) = self.discovered.lock().get(issuer) {
+            return Ok(found.clone());
+        }
+        let found = self.discover(issuer).await?;
+        self.discovered.lock().insert(issuer.to_owned(), found.clone());
+        Ok(found)
+    }
+
+    /// The issuer's endpoints: RFC 8414 metadata first, then OpenID Connect Discovery; the
     /// document must name the same issuer (a mix-up defence both specify).
-    async fn discover(&self, issuer: &str) -> Result<String, String> {
+    async fn discover(&self, issuer: &str) -> Result<Discovered, String> {
         let base = issuer.trim_end_matches('/');
         let (origin, path) =
             crate::split_origin(base).ok_or_else(|| format!("{issuer} is not a URL"))?;
@@ -147,10 +199,13 @@ impl Issuers {
                         problems.push(format!("{url} names issuer {}", document["issuer"]));
                         continue;
                     }
-                    return document["jwks_uri"]
+                    let jwks_uri = document["jwks_uri"]
                         .as_str()
                         .map(str::to_owned)
-                        .ok_or_else(|| format!("{url} names no jwks_uri"));
+                        .ok_or_else(|| format!("{url} names no jwks_uri"))?;
+                    let introspection =
+                        document["introspection_endpoint"].as_str().map(str::to_owned);
+                    return Ok(Discovered { jwks_uri, introspection });
                 }
                 Err(problem) => problems.push(problem),
             }
@@ -165,4 +220,19 @@ impl Issuers {
         }
         answer.json().await.map_err(|e| format!("{url}: {e}"))
     }
+}
+
+/// `application/x-www-form-urlencoded` of `pairs`.
+fn url_form(pairs: &[(&str, &str)]) -> String {
+    let encode = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    pairs.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&")
 }

@@ -9,7 +9,8 @@
 //!   or OpenID discovery, cached, fetched again when a token names a key not seen yet (rotation),
 //!   at most once per [`REFRESH_FLOOR`] — for its signature, `iss` (one of the accepted issuers),
 //!   `exp`/`nbf`, and an `aud` naming this resource (RFC 8707), so a token minted for another
-//!   server is worth nothing here.
+//!   server is worth nothing here; an opaque token, where the resource has a client at the
+//!   issuer, through RFC 7662 introspection with the same checks.
 //!
 //! The token itself never leaves the verifier: callers get [`Caller`], the claims a rule or a
 //! tool may use.

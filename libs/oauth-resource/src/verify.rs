@@ -16,6 +16,9 @@ pub struct Expect {
     pub scopes: Vec<String>,
     /// Clock skew allowed on `exp` and `nbf`, in seconds.
     pub leeway_seconds: u64,
+    /// This resource server's client at the issuer, for RFC 7662 introspection of opaque
+    /// tokens; `None` = JWT access tokens only.
+    pub introspection_client: Option<(String, String)>,
 }
 
 impl Expect {
@@ -26,6 +29,7 @@ impl Expect {
             issuers: issuers.to_vec(),
             scopes: scopes.to_vec(),
             leeway_seconds: 30,
+            introspection_client: None,
         }
     }
 }
@@ -141,8 +145,15 @@ impl Verifier {
 
     pub async fn verify(&self, token: &str) -> Result<Caller, Rejection> {
         let invalid = |why: String| Rejection::Invalid(why);
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| invalid(format!("not a JWT: {e}")))?;
+        let header = match jsonwebtoken::decode_header(token) {
+            Ok(header) => header,
+            Err(_)
+                if token.split('.').count() != 3 && self.expect.introspection_client.is_some() =>
+            {
+                return self.introspect(token).await;
+            }
+            Err(e) => return Err(invalid(format!("not a JWT: {e}"))),
+        };
         if !ALGORITHMS.contains(&header.alg) {
             return Err(invalid(format!("algorithm {:?} is not accepted", header.alg)));
         }
@@ -181,6 +192,77 @@ impl Verifier {
             name: claims.name,
             client_id: claims.client_id,
         })
+    }
+}
+
+impl Verifier {
+    /// An opaque token, asked of the accepted issuers that introspect (RFC 7662): it counts
+    /// when one answers it active, for this resource, unexpired.
+    async fn introspect(&self, token: &str) -> Result<Caller, Rejection> {
+        let invalid = |why: String| Rejection::Invalid(why);
+        let client = self.expect.introspection_client.as_ref();
+        let client = client.ok_or_else(|| invalid("opaque token".into()))?;
+        let mut problems = Vec::new();
+        for issuer in &self.expect.issuers {
+            let answer = match self.issuers.introspect(issuer, token, client).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    problems.push(error.to_string());
+                    continue;
+                }
+            };
+            if answer["active"] != serde_json::Value::Bool(true) {
+                continue;
+            }
+            let audiences: Vec<&str> = match &answer["aud"] {
+                serde_json::Value::String(one) => vec![one.as_str()],
+                serde_json::Value::Array(many) => many.iter().filter_map(|a| a.as_str()).collect(),
+                _ => Vec::new(),
+            };
+            if !audiences.contains(&self.expect.resource.as_str()) {
+                return Err(invalid(format!(
+                    "introspected audience {audiences:?} is not this resource"
+                )));
+            }
+            if answer["iss"].as_str().is_some_and(|iss| !same_issuer(iss, issuer)) {
+                return Err(invalid(format!(
+                    "introspected issuer {} is not {issuer}",
+                    answer["iss"]
+                )));
+            }
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let leeway = self.expect.leeway_seconds as i64;
+            if answer["exp"].as_i64().is_some_and(|exp| exp + leeway <= now) {
+                return Err(invalid("introspected token expired".into()));
+            }
+            let scope = answer["scope"].as_str().unwrap_or_default();
+            let scopes: Vec<String> = scope.split_whitespace().map(str::to_owned).collect();
+            if !self.expect.scopes.is_empty()
+                && !scopes.iter().any(|s| self.expect.scopes.contains(s))
+            {
+                return Err(Rejection::InsufficientScope(self.expect.scopes.clone()));
+            }
+            let text = |key: &str| answer[key].as_str().map(str::to_owned);
+            // `sub` is optional in RFC 7662; a client's own token (client credentials) is
+            // that client's.
+            let subject = text("sub").or_else(|| text("client_id"));
+            return Ok(Caller {
+                subject: subject.ok_or_else(|| invalid("introspection names no subject".into()))?,
+                issuer: issuer.clone(),
+                scopes,
+                groups: serde_json::from_value(answer["groups"].clone()).unwrap_or_default(),
+                email: text("email"),
+                name: text("name"),
+                client_id: text("client_id"),
+            });
+        }
+        Err(invalid(if problems.is_empty() {
+            "the token is not active at any accepted issuer".into()
+        } else {
+            problems.join("; ")
+        }))
     }
 }
 

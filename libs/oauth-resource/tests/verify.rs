@@ -148,3 +148,33 @@ async fn a_rotated_key_is_fetched_when_first_seen_but_not_more_often_than_the_fl
     let why = invalid(patient.verify(&after).await);
     assert!(why.contains("has no key"), "{why}");
 }
+
+#[tokio::test]
+async fn an_opaque_token_is_introspected_for_this_resource_only() {
+    let provider = OidcProvider::start(OidcOptions::default()).await.unwrap();
+    let resource = "http://127.0.0.1:9/mcp/opaque/prod";
+    let client = Some((
+        ramen_testkit::MACHINE_CLIENT.0.to_owned(),
+        ramen_testkit::MACHINE_CLIENT.1.to_owned(),
+    ));
+    let mut expect = Expect::new(resource, &[provider.issuer()], &["mcp:tools".into()]);
+    expect.introspection_client = client.clone();
+    let check = Verifier::new(Issuers::default(), expect);
+    let token = provider.machine_token(resource, "mcp:tools").await.unwrap();
+    assert_ne!(token.split('.').count(), 3, "the provider issued an opaque token: {token}");
+    let caller = check.verify(&token).await.unwrap();
+    assert_eq!(
+        (caller.subject.as_str(), caller.scopes.as_slice()),
+        ("machine", &["mcp:tools".to_owned()][..])
+    );
+
+    // Another resource's opaque token, and a made-up one, are refused.
+    let other =
+        provider.machine_token("http://127.0.0.1:9/mcp/opaque/other", "mcp:tools").await.unwrap();
+    assert!(invalid(check.verify(&other).await).contains("not this resource"));
+    assert!(!invalid(check.verify("made-up-opaque-token").await).is_empty());
+    // Without an introspection client, opaque tokens are not taken at all.
+    let jwt_only =
+        Verifier::new(Issuers::default(), Expect::new(resource, &[provider.issuer()], &[]));
+    assert!(invalid(jwt_only.verify(&token).await).contains("not a JWT"));
+}

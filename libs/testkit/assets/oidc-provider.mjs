@@ -53,7 +53,8 @@ const provider = new Provider(issuer, {
         scope: scopes.join(' '),
         audience: resource,
         accessTokenTTL: ttl,
-        accessTokenFormat: 'jwt',
+        // A resource whose URL has `/opaque/` gets opaque tokens (RFC 7662 introspection).
+        accessTokenFormat: resource.includes('/opaque/') ? 'opaque' : 'jwt',
         jwt: { sign: { alg: 'RS256' } },
       }),
     },
