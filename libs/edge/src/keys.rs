@@ -58,17 +58,17 @@ struct KeySet {
 /// The key sets of the environments the edge serves.
 pub struct KeyBook {
     auth: Arc<dyn AuthClient>,
-    sets: Mutex<HashMap<(String, String), KeySet>>,
-    /// Per environment, one read again at a time, so the requests waiting on one share its
+    sets: Mutex<HashMap<EnvironmentKey, KeySet>>,
+    /// Per environment, one read of auth at a time, so the requests waiting on one share its
     /// answer (and a flood on one environment delays no other).
-    refetching: Mutex<HashMap<EnvironmentKey, Arc<tokio::sync::Mutex<()>>>>,
+    reading: Mutex<HashMap<EnvironmentKey, Arc<tokio::sync::Mutex<()>>>>,
     /// Keys let through since the last report: (group, key id) → Unix ms.
     used: Mutex<HashMap<(String, String), i64>>,
 }
 
 impl KeyBook {
     pub fn new(auth: Arc<dyn AuthClient>) -> Self {
-        Self { auth, sets: Mutex::default(), refetching: Mutex::default(), used: Mutex::default() }
+        Self { auth, sets: Mutex::default(), reading: Mutex::default(), used: Mutex::default() }
     }
 
     /// Sends the keys used since the last report to auth every `every` (task
@@ -132,13 +132,9 @@ impl KeyBook {
             return KeyVerdict::Refused;
         };
         let digest = ramen_node_contract::key_digest(key);
-        let cached = self.cached(group, environment, FRESH_FOR);
-        let (keys, fetched_at) = match cached {
-            Some(set) => set,
-            None => match self.fetch(group, environment).await {
-                Ok(set) => set,
-                Err(reason) => return KeyVerdict::Unknowable(reason),
-            },
+        let (keys, fetched_at) = match self.keys(group, environment, None).await {
+            Ok(set) => set,
+            Err(reason) => return KeyVerdict::Unknowable(reason),
         };
         match find(&keys, &digest) {
             Found::Live(id) => return self.used(group, id),
@@ -147,25 +143,9 @@ impl KeyBook {
         }
         // Perhaps created since the set was read: ask once more, once the set is old enough.
         tokio::time::sleep(REFETCH_AFTER.saturating_sub(fetched_at.elapsed())).await;
-        let lock = self
-            .refetching
-            .lock()
-            .entry((group.to_owned(), environment.to_owned()))
-            .or_default()
-            .clone();
-        let _one = lock.lock().await;
-        let newer = {
-            let sets = self.sets.lock();
-            sets.get(&(group.to_owned(), environment.to_owned()))
-                .filter(|set| set.at > fetched_at)
-                .map(|set| set.keys.clone())
-        };
-        let keys = match newer {
-            Some(keys) => keys,
-            None => match self.fetch(group, environment).await {
-                Ok((keys, _)) => keys,
-                Err(reason) => return KeyVerdict::Unknowable(reason),
-            },
+        let keys = match self.keys(group, environment, Some(fetched_at)).await {
+            Ok((keys, _)) => keys,
+            Err(reason) => return KeyVerdict::Unknowable(reason),
         };
         match find(&keys, &digest) {
             Found::Live(id) => self.used(group, id),
@@ -178,15 +158,31 @@ impl KeyBook {
         KeyVerdict::Valid
     }
 
-    fn cached(
+    /// The environment's key set: the cached one while it is younger than [`FRESH_FOR`] (and,
+    /// with `newer_than`, read after that), else read from auth. One read per environment at a
+    /// time: requests that find the set stale together share the read one of them makes.
+    async fn keys(
         &self,
         group: &str,
         environment: &str,
-        younger_than: Duration,
-    ) -> Option<(Keys, Instant)> {
-        let sets = self.sets.lock();
-        let set = sets.get(&(group.to_owned(), environment.to_owned()))?;
-        (set.at.elapsed() < younger_than).then(|| (set.keys.clone(), set.at))
+        newer_than: Option<Instant>,
+    ) -> Result<(Keys, Instant), String> {
+        let key = (group.to_owned(), environment.to_owned());
+        let usable = |set: &KeySet| {
+            set.at.elapsed() < FRESH_FOR && newer_than.is_none_or(|then| set.at > then)
+        };
+        let cached = |sets: &HashMap<EnvironmentKey, KeySet>| {
+            sets.get(&key).filter(|set| usable(set)).map(|set| (set.keys.clone(), set.at))
+        };
+        if let Some(found) = cached(&self.sets.lock()) {
+            return Ok(found);
+        }
+        let lock = self.reading.lock().entry(key.clone()).or_default().clone();
+        let _one = lock.lock().await;
+        if let Some(found) = cached(&self.sets.lock()) {
+            return Ok(found);
+        }
+        self.fetch(group, environment).await
     }
 
     async fn fetch(&self, group: &str, environment: &str) -> Result<(Keys, Instant), String> {
