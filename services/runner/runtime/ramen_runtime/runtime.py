@@ -6,6 +6,8 @@ runtime -> node   {"op":"ready","report":REPORT}                       (first fr
 node -> runtime   {"id":N,"op":"call_tool","name":..,"arguments":{..}}  -> {"id":N,"result":CallToolResult}
                   {"id":N,"op":"read_resource","uri":..}               -> {"id":N,"result":ReadResourceResult}
                   {"id":N,"op":"get_prompt","name":..,"arguments":{..}} -> {"id":N,"result":GetPromptResult}
+                  (these three may carry "meta", "client", "input" and "caller": who the node
+                   authenticated, never the credential itself; see identity.py)
                   {"id":N,"op":"list"}                                 -> {"id":N,"result":REPORT}
                   {"id":N,"op":"ping"}                                 -> {"id":N,"result":{}}
                   {"op":"cancel","target":M}                           (M answers -32800)
@@ -20,6 +22,7 @@ runtime -> node   {"id":N,"notification":{"method":..,"params":..}}    (during c
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import itertools
 import json
@@ -32,7 +35,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import loader
+from . import identity, loader
 from .adapters import Adapter
 from .protocol import (
     INTERNAL_ERROR,
@@ -100,6 +103,22 @@ class Tables:
         self.templates: list[tuple[Any, Adapter, str]] = []
 
 
+def call_context(adapter: Adapter | None, call: Call | None) -> contextvars.Context | None:
+    """The context a call's task runs in; None: a plain copy of the current one (the fast path).
+
+    A copy of what the package's lifespan set up (see lifespan.py), with the caller bound
+    in it (identity.py): set in the call's own copy, so it ends with the call and no other
+    call sees it.
+    """
+    base = adapter.call_context if adapter is not None else None
+    who = call.caller if call is not None else None
+    if who is None:
+        return base.copy() if base is not None else None
+    ctx = base.copy() if base is not None else contextvars.copy_context()
+    ctx.run(identity.bind, who)
+    return ctx
+
+
 class Runtime:
     def __init__(self, root: str, namespace_flag: bool | None) -> None:
         self.root = os.path.abspath(root)
@@ -156,6 +175,7 @@ class Runtime:
         for pkg in self.packages:
             if pkg.adapter is not None:
                 pkg.adapter.hint = self.hint
+        identity.prepare()  # the SDK's auth classes now, not in the first call with a caller
         return await self.relist()
 
     async def _start(self, pkg: loader.Package) -> None:
@@ -364,10 +384,19 @@ class Runtime:
             return None
         return args
 
-    def _call(self, rid: Any, obj: dict[str, Any], adapter: Adapter, method: str, params: Any) -> Call:
+    def _call(self, rid: Any, obj: dict[str, Any], adapter: Adapter, method: str, params: Any) -> Call | None:
+        """The call's state; None (after answering the error) when its ``caller`` is malformed."""
         meta = obj.get("meta")
         client = obj.get("client")
         inp = obj.get("input")
+        try:
+            caller = identity.parse(obj.get("caller"))
+        except identity.BadCaller as exc:
+            self.send_error(rid, INVALID_PARAMS, str(exc))
+            return None
+        if type(meta) is dict and identity.META_KEY in meta:
+            # only the node says who is calling: never a client's own _meta
+            meta = {k: v for k, v in meta.items() if k != identity.META_KEY}
         return Call(
             rid,
             self,
@@ -377,14 +406,15 @@ class Runtime:
             client if type(client) is dict else None,
             adapter.types_mod,
             inp if type(inp) is dict else None,
+            caller,
         )
 
-    def spawn(self, rid: Any, coro: Any, adapter: Adapter | None = None) -> None:
-        ctx = adapter.call_context if adapter is not None else None
+    def spawn(self, rid: Any, coro: Any, adapter: Adapter | None = None, call: Call | None = None) -> None:
+        ctx = call_context(adapter, call)
         if ctx is None:
             self.calls[rid] = self.loop.create_task(self.run_call(rid, coro))
-        else:  # in (a copy of) what the package's lifespan set up, see lifespan.py
-            self.calls[rid] = self.loop.create_task(self.run_call(rid, coro), context=ctx.copy())
+        else:
+            self.calls[rid] = self.loop.create_task(self.run_call(rid, coro), context=ctx)
 
     async def run_call(self, rid: Any, coro: Any) -> None:
         try:
@@ -428,7 +458,8 @@ class Runtime:
             return
         adapter, orig = entry
         call = self._call(rid, obj, adapter, "tools/call", {"name": orig, "arguments": args})
-        self.spawn(rid, adapter.call_tool(call, orig, args), adapter)
+        if call is not None:
+            self.spawn(rid, adapter.call_tool(call, orig, args), adapter, call)
 
     def op_get_prompt(self, obj: dict[str, Any]) -> None:
         rid = self._request_id(obj)
@@ -445,7 +476,8 @@ class Runtime:
             return
         adapter, orig = entry
         call = self._call(rid, obj, adapter, "prompts/get", {"name": orig, "arguments": args})
-        self.spawn(rid, adapter.get_prompt(call, orig, args), adapter)
+        if call is not None:
+            self.spawn(rid, adapter.get_prompt(call, orig, args), adapter, call)
 
     def op_read_resource(self, obj: dict[str, Any]) -> None:
         rid = self._request_id(obj)
@@ -467,7 +499,8 @@ class Runtime:
             self.send_error(rid, RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
             return
         call = self._call(rid, obj, candidates[0], "resources/read", {"uri": uri})
-        self.spawn(rid, self._read_resource(call, uri, candidates), candidates[0])
+        if call is not None:
+            self.spawn(rid, self._read_resource(call, uri, candidates), candidates[0], call)
 
     async def _read_resource(self, call: Call, uri: str, candidates: list[Adapter]) -> str:
         last: ProtocolError | None = None
@@ -477,9 +510,8 @@ class Runtime:
                 if i == 0 or adapter.call_context is None:
                     return await adapter.read_resource(call, uri)
                 # a later candidate runs in its own package's context, like the first
-                return await self.loop.create_task(
-                    adapter.read_resource(call, uri), context=adapter.call_context.copy()
-                )
+                ctx = call_context(adapter, call)
+                return await self.loop.create_task(adapter.read_resource(call, uri), context=ctx)
             except ProtocolError as exc:
                 if exc.code != RESOURCE_NOT_FOUND:
                     raise

@@ -24,6 +24,7 @@ import sys
 import types
 from typing import Any
 
+from . import identity
 from .protocol import dump_obj
 
 DEFAULT_PROTOCOL_VERSION = "2025-11-25"
@@ -56,10 +57,19 @@ def _sdk_session_class() -> Any:
 class Call:
     """State of one in-flight request from the node."""
 
-    __slots__ = ("id", "rt", "meta", "client", "types_mod", "params", "method", "input")
+    __slots__ = ("id", "rt", "meta", "client", "types_mod", "params", "method", "input", "caller")
 
     def __init__(
-        self, rid: Any, rt: Any, method: str, params: Any, meta: Any, client: Any, types_mod: Any, input: Any = None
+        self,
+        rid: Any,
+        rt: Any,
+        method: str,
+        params: Any,
+        meta: Any,
+        client: Any,
+        types_mod: Any,
+        input: Any = None,
+        caller: Any = None,
     ) -> None:
         self.id = rid
         self.rt = rt
@@ -70,6 +80,8 @@ class Call:
         self.types_mod = types_mod
         # a 2026-07-28 retry's {"inputResponses", "requestState"} (multi-round-trip), or None
         self.input = input
+        # who is calling (identity.parse: a read-only mapping), or None: anonymous
+        self.caller = caller
 
 
 class _NoClient:
@@ -124,7 +136,7 @@ class RequestContext:
         self.params = call.params
         self.request_id = call.id
         self.meta = meta
-        self.request = _request_for(call.client)
+        self.request = _request_for(call.client, call.caller)
         self.close_sse_stream = None  # ctx.close_sse_stream() is a no-op (as in the SDK without an event store)
         self.close_standalone_sse_stream = None
         self.experimental = None
@@ -144,9 +156,10 @@ class _Request:
 def _asgi_scope(headers: dict[str, str]) -> dict[str, Any]:
     """The ASGI scope of a POST to the node's MCP endpoint carrying ``headers``.
 
-    No ``user``/``auth`` keys: the node authenticates, the package sees no identity, and
-    code that reads ``request.scope.get("user")`` (fastmcp's ``get_access_token``, on
-    every call) falls back to its "no token" path as it does on stdio.
+    ``user``/``auth`` are set (by ``_request_for``) only for a call with a caller, as the
+    SDK's bearer-auth middleware sets them: the node authenticated the client, and code
+    that reads ``request.scope.get("user")`` (fastmcp's ``get_access_token``) or
+    ``request.user`` sees that caller, token-less (identity.py).
     """
     return {
         "type": "http",
@@ -164,7 +177,7 @@ def _asgi_scope(headers: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _request_for(client: Any) -> Any:
+def _request_for(client: Any, caller: Any = None) -> Any:
     """``request_context.request``: None (as on stdio) unless the node passed a session id.
 
     With a session id the SDKs' HTTP path is what packages expect, and code written for
@@ -177,6 +190,13 @@ def _request_for(client: Any) -> Any:
     if not client or not client.get("sessionId"):
         return None
     scope = _asgi_scope({"mcp-session-id": str(client["sessionId"])})
+    user = identity.sdk_user(caller)
+    if user is not None:
+        scope["user"] = user
+        auth = sys.modules.get("starlette.authentication")
+        credentials = getattr(auth, "AuthCredentials", None) if auth is not None else None
+        if credentials is not None:
+            scope["auth"] = credentials(list(user.scopes))
     starlette = sys.modules.get("starlette.requests")
     request_cls = getattr(starlette, "Request", None) if starlette is not None else None
     if request_cls is not None:

@@ -32,7 +32,7 @@ import signal
 import sys
 from typing import Any
 
-from . import __version__
+from . import __version__, identity
 from .protocol import INTERNAL_ERROR, MAX_FRAME, METHOD_NOT_FOUND, ProtocolError, dumps
 
 log = logging.getLogger("ramen_runtime")
@@ -136,7 +136,10 @@ class Session:
         rid = next(self._ids)
         if call is not None:
             token = f"ramen-{rid}"
-            params = dict(params, _meta={**session_meta(call.meta), "progressToken": token})
+            meta = {**session_meta(call.meta), "progressToken": token}
+            if call.caller is not None:
+                meta[identity.META_KEY] = identity.thaw(call.caller)
+            params = dict(params, _meta=meta)
             self._calls[rid] = call
             self._tokens[token] = call
         fut = self.loop.create_future()
@@ -329,7 +332,8 @@ def session_meta(meta: Any) -> dict[str, Any]:
     """The node's `_meta` for a request on this (handshake-era) session: the rest goes along."""
     if not isinstance(meta, dict):
         return {}
-    return {k: v for k, v in meta.items() if k not in _ENVELOPE_KEYS}
+    # the caller key comes from the node's "caller" field only (request() adds it)
+    return {k: v for k, v in meta.items() if k not in _ENVELOPE_KEYS and k != identity.META_KEY}
 
 
 def child_env(extra: dict[str, str] | None) -> dict[str, str]:
