@@ -123,8 +123,9 @@ _sdk_cache: dict[str, Any] = {}
 def _sdk() -> tuple[contextvars.ContextVar[Any], type] | None:
     """(auth_context_var, user class) of the SDK the packages imported, or None without one.
 
-    Built once per token base class: fastmcp's ``AccessToken`` (it adds ``claims``) when
-    fastmcp is loaded, so fastmcp's ``get_access_token()`` returns ours unconverted.
+    Built once per token base class: fastmcp's ``AccessToken`` (a subclass of the SDK's)
+    when fastmcp is loaded, so fastmcp's ``get_access_token()`` returns ours unconverted
+    instead of copying it into its own class without ramen's fields.
     """
     if "mcp" not in sys.modules:
         return None
@@ -168,6 +169,13 @@ def _token_class(base: type) -> type:
     return cls
 
 
+def client_id(who: Mapping[str, Any]) -> str:
+    """The AccessToken's ``client_id``: the key's name (else id), or the OAuth client (else subject)."""
+    if who["kind"] == "key":
+        return who.get("key_name") or who.get("key_id") or ""
+    return who.get("client_id") or who.get("subject") or ""
+
+
 def token_fields(who: Mapping[str, Any]) -> dict[str, Any]:
     """The AccessToken fields for ``who`` (``token`` empty: the package never gets the credential)."""
     if who["kind"] == "key":
@@ -175,7 +183,7 @@ def token_fields(who: Mapping[str, Any]) -> dict[str, Any]:
         claims = {k: v for k, v in (("ramen_key_id", key_id), ("ramen_key_name", key_name)) if v is not None}
         return {
             "token": "",
-            "client_id": key_name or key_id or "",
+            "client_id": client_id(who),
             "scopes": [],
             "key_id": key_id,
             "key_name": key_name,
@@ -194,7 +202,7 @@ def token_fields(who: Mapping[str, Any]) -> dict[str, Any]:
     }
     return {
         "token": "",
-        "client_id": who.get("client_id") or who.get("subject") or "",
+        "client_id": client_id(who),
         "scopes": scopes,
         "subject": who.get("subject"),
         "issuer": who.get("issuer"),
@@ -212,7 +220,7 @@ def _user_class(authenticated_user: type, token_cls: type) -> type:
     class RamenUser(authenticated_user):  # type: ignore[misc, valid-type]
         def __init__(self, who: Mapping[str, Any]) -> None:
             # not AuthenticatedUser.__init__: it needs the token, which most calls never read
-            self.username = who.get("key_name") or who.get("client_id") or who.get("subject") or ""
+            self.username = client_id(who)  # what AuthenticatedUser's SimpleUser holds
             self.scopes = list(who.get("scopes", ()))
             self._who = who
             self._token: Any = None
@@ -230,4 +238,15 @@ def _user_class(authenticated_user: type, token_cls: type) -> type:
     return RamenUser
 
 
-__all__ = ["BadCaller", "META_KEY", "bind", "caller", "parse", "prepare", "sdk_user", "thaw", "token_fields"]
+__all__ = [
+    "BadCaller",
+    "META_KEY",
+    "bind",
+    "caller",
+    "client_id",
+    "parse",
+    "prepare",
+    "sdk_user",
+    "thaw",
+    "token_fields",
+]

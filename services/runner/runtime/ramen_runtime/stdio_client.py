@@ -4,6 +4,10 @@ The MCP stdio transport: newline-delimited JSON-RPC 2.0 messages, UTF-8, one per
 the child's stderr is its log. The runtime is the client: it sends ``initialize`` (the
 newest handshake revision it speaks), ``notifications/initialized``, then requests.
 
+A request made for a runtime call carries the node's ``meta`` as ``_meta`` (minus the
+2026-07-28 envelope keys), a progress token of the session's, and who is calling as
+``_meta["io.ramen/caller"]`` (identity.py; a client's own key of that name is dropped).
+
 What the child sends back is routed to the runtime's calls:
 
 * responses complete the request with that id (an error becomes a ``ProtocolError``

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import unittest
 from typing import Any
@@ -206,7 +207,7 @@ class GenericCallerTest(CallerContract, unittest.TestCase):
 
     @classmethod
     def python(cls) -> str:
-        return compat_python("mcp2")  # any Python: the package imports nothing but ramen_runtime
+        return sys.executable  # the package imports nothing but ramen_runtime
 
     def view(self, text: str) -> Any:
         seen = json.loads(text)
