@@ -49,6 +49,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+import oauth
 from traces import Collector, Span, chain, describe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,10 +91,19 @@ def eventually(what: str, seconds: float, probe: Callable[[], Any]) -> Any:
         time.sleep(0.25)
 
 
+# Ports handed out so far: the kernel may give a port it gave a moment ago once that socket
+# closed (a run once got the same port for the API and the deployer), so none is handed twice.
+HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in HANDED_OUT:
+            HANDED_OUT.add(port)
+            return port
 
 
 def git(repo: Path, *args: str) -> str:
@@ -810,6 +820,9 @@ def scenario(cluster: Cluster) -> None:
     check(restored.get("gcp", {}).get("unscoped") is False, "narrowed back", restored)
     stale = cluster.cli("bounds", "--set", "-", stdin=narrowed, ok=False)
     check(stale.returncode != 0 and "version" in stale.stderr, "the version read before is stale now", stale.stderr)
+
+    oauth.oauth_flow(cluster, GROUP, repo, {"step": step, "check": check, "eventually": eventually,
+                                            "free_port": free_port, "git": git, "api_get": api_get})
 
     step("a broken ref: the canary fails, stable still serves the old tools")
     broken = cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "broken", "--wait", ok=False)

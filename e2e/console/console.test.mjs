@@ -213,6 +213,32 @@ test('block a tool: it vanishes for the official MCP client', async () => {
   });
 });
 
+test('MCP sign-in: an environment takes OAuth tokens too, with a rule; a bad issuer is refused inline', async () => {
+  await page.goto('/groups/hello#environments');
+  const env = page.locator('article.env[data-env="prod"]');
+  await env.locator('details.edit > summary', { hasText: 'MCP sign-in' }).click();
+  const form = env.locator('form[data-method="PUT"]');
+  await form.locator('select[name="mode"]').selectOption('both');
+  await form.locator('textarea[name="issuers"]').fill('http://idp.example.com');
+  await form.locator('textarea[name="scopes"]').fill('mcp:tools');
+  await submitIn(form);
+  const refused = form.locator('.form-error:visible');
+  await refused.waitFor();
+  assert.match(await refused.textContent(), /https:\/\//, 'the refusal says what an issuer must be');
+  await form.locator('textarea[name="issuers"]').fill('https://idp.example.com');
+  await form.locator('textarea[name="rules"]').fill('[{"keys": ["browser"], "allow": ["*"]}]');
+  await submitIn(form);
+  const mode = page.locator('article.env[data-env="prod"] .auth-mode[data-mode="both"]');
+  await mode.waitFor();
+  const facts = await page.locator('article.env[data-env="prod"] dl.facts').textContent();
+  assert.match(facts, /MCP keys or OAuth 2\.1 tokens/);
+  assert.match(facts, /oauth-protected-resource\/mcp\/hello\/prod/, 'where clients read the metadata');
+  assert.match(facts, /1 rule/);
+  await shot(page, '08b-mcp-sign-in');
+  // The key's rule allows everything: the console's key keeps working through the edge.
+  await eventually('the key still lists tools', 60, async () => (await mcpTools('prod')).includes('notes.divide'));
+});
+
 test('Zone actions: IP rules (an invalid one refused inline), worker count, rebalance', async () => {
   await page.goto('/groups/hello#zones');
   const card = page.locator('article.zone-card[data-zone="local-a"]');

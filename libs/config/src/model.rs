@@ -65,6 +65,7 @@ pub struct Config {
     pub drain: DrainConfig,
     pub zone: ZoneConfig,
     pub gateway: GatewayConfig,
+    pub mcp_auth: McpAuthConfig,
     pub rebalancer: RebalancerConfig,
     pub kubernetes: crate::KubernetesConfig,
 }
@@ -85,6 +86,7 @@ impl Default for Config {
             drain: DrainConfig::default(),
             zone: ZoneConfig::default(),
             gateway: GatewayConfig::default(),
+            mcp_auth: McpAuthConfig::default(),
             rebalancer: RebalancerConfig::default(),
             kubernetes: crate::KubernetesConfig::default(),
         }
@@ -380,6 +382,52 @@ impl GatewayConfig {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect()
+    }
+}
+
+/// How MCP clients authenticate where an environment does not say (the platform default),
+/// and the public URL the MCP endpoints' OAuth resource identifiers are built on. Read by the
+/// deployer (which resolves each environment's setting for its nodes) and the api-gateway.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpAuthConfig {
+    /// `keys`, `oauth` or `both`; empty = `keys`.
+    pub default_mode: String,
+    /// Comma-separated issuer URLs whose access tokens count on environments naming none.
+    pub issuers: String,
+    /// Comma-separated scopes advertised (and required, one of them) on environments naming
+    /// none.
+    pub scopes: String,
+    /// The URL MCP clients reach the edge at (`https://mcp.example.com`): an environment's
+    /// resource is `<public_url>/mcp/<group>/<environment>`. Empty = `http://` + `listen.api`
+    /// (an unspecified address as 127.0.0.1).
+    pub public_url: String,
+}
+
+fn comma_list(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+}
+
+impl McpAuthConfig {
+    pub fn issuers(&self) -> Vec<String> {
+        comma_list(&self.issuers)
+    }
+
+    pub fn scopes(&self) -> Vec<String> {
+        comma_list(&self.scopes)
+    }
+
+    /// The edge's public URL without a trailing slash.
+    pub fn public_url(&self, listen_api: SocketAddr) -> String {
+        if !self.public_url.trim().is_empty() {
+            return self.public_url.trim().trim_end_matches('/').to_owned();
+        }
+        let ip = if listen_api.ip().is_unspecified() {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            listen_api.ip()
+        };
+        format!("http://{}", SocketAddr::new(ip, listen_api.port()))
     }
 }
 

@@ -156,6 +156,22 @@ const ABOUT: &[(&str, &str)] = &[
         "Comma-separated CIDRs of proxies whose `X-Forwarded-For` the gateway believes for the client address",
     ),
     (
+        "mcp_auth.default_mode",
+        "How MCP clients authenticate on environments that do not say: `keys`, `oauth` or `both`; empty = `keys`",
+    ),
+    (
+        "mcp_auth.issuers",
+        "Comma-separated OAuth issuer URLs whose access tokens count on environments naming none",
+    ),
+    (
+        "mcp_auth.public_url",
+        "The URL MCP clients reach the edge at; resources are `<public_url>/mcp/<group>/<environment>`; empty = `http://` + `listen.api`",
+    ),
+    (
+        "mcp_auth.scopes",
+        "Comma-separated scopes advertised (a token needs one) on environments naming none",
+    ),
+    (
         "kubernetes.aws_endpoint",
         "IAM, ELBv2 and WAFv2 endpoint of AWS zones' cloud resources; empty = AWS (or `AWS_ENDPOINT_URL`)",
     ),

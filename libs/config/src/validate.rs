@@ -29,6 +29,21 @@ impl Config {
             return Err(ConfigError::invalid("data_dir", "must not be empty"));
         }
         let nats = &self.nats;
+        let mode = self.mcp_auth.default_mode.trim();
+        if !matches!(mode, "" | "keys" | "oauth" | "both") {
+            return Err(ConfigError::invalid(
+                "mcp_auth.default_mode",
+                format!("{mode:?} is not one of keys, oauth, both"),
+            ));
+        }
+        let public_url = self.mcp_auth.public_url.trim();
+        let web = public_url.starts_with("https://") || public_url.starts_with("http://");
+        if !(public_url.is_empty() || web) {
+            return Err(ConfigError::invalid(
+                "mcp_auth.public_url",
+                format!("{public_url:?} is not an http(s) URL"),
+            ));
+        }
         if nats.max_deliver < 1 {
             return Err(ConfigError::invalid("nats.max_deliver", "must be at least 1"));
         }

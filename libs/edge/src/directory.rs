@@ -14,6 +14,8 @@ use ramen_clients::{DeployerClient, ZoneClient};
 use ramen_proto::deployer::v1::GetEnvironmentRequest;
 use ramen_proto::zone::v1::{ListEndpointsRequest, ZoneEndpoints};
 
+use crate::access::EdgeAuth;
+
 #[derive(Clone, Debug, Default)]
 pub struct Route {
     pub zones: Vec<ZoneRoute>,
@@ -150,6 +152,11 @@ pub trait Directory: Send + Sync + 'static {
         Arc::default()
     }
 
+    /// How the environment's callers authenticate (MCP keys when the directory does not say).
+    async fn auth(&self, _group: &str, _environment: &str) -> Arc<EdgeAuth> {
+        Arc::default()
+    }
+
     /// Forgets what is cached for the environment (a worker did not answer).
     fn invalidate(&self, _group: &str, _environment: &str) {}
 
@@ -171,6 +178,7 @@ const REFETCH_AFTER: Duration = Duration::from_millis(250);
 pub struct StaticDirectory {
     routes: Mutex<HashMap<(String, String), Arc<Route>>>,
     blocked: Mutex<HashMap<(String, String), Arc<Blocked>>>,
+    auth: Mutex<HashMap<(String, String), Arc<EdgeAuth>>>,
 }
 
 impl StaticDirectory {
@@ -180,6 +188,10 @@ impl StaticDirectory {
 
     pub fn set_blocked(&self, group: &str, environment: &str, blocked: Blocked) {
         self.blocked.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(blocked));
+    }
+
+    pub fn set_auth(&self, group: &str, environment: &str, auth: EdgeAuth) {
+        self.auth.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(auth));
     }
 }
 
@@ -198,6 +210,11 @@ impl Directory for StaticDirectory {
         let key = (group.to_owned(), environment.to_owned());
         self.blocked.lock().get(&key).cloned().unwrap_or_default()
     }
+
+    async fn auth(&self, group: &str, environment: &str) -> Arc<EdgeAuth> {
+        let key = (group.to_owned(), environment.to_owned());
+        self.auth.lock().get(&key).cloned().unwrap_or_default()
+    }
 }
 
 /// Asks the deployer (the environment's zones) and the zone-manager (ready workers, IP rules,
@@ -210,14 +227,15 @@ pub struct GrpcDirectory {
     cache: Mutex<HashMap<EnvironmentKey, Cached>>,
 }
 
-/// One environment's answer, kept for the TTL: its route and its blocked list (both come
-/// from the same `GetEnvironment`, so a blocked-list edit reaches the edge as fast as a
+/// One environment's answer, kept for the TTL: its route, its blocked list and its auth (all
+/// from the same `GetEnvironment`, so a blocked-list or auth edit reaches the edge as fast as a
 /// zone change does).
 #[derive(Clone)]
 struct Cached {
     at: Instant,
     route: Arc<Route>,
     blocked: Arc<Blocked>,
+    auth: Arc<EdgeAuth>,
 }
 
 /// `(group, environment)`.
@@ -241,7 +259,7 @@ impl GrpcDirectory {
         &self,
         group: &str,
         environment: &str,
-    ) -> Result<(Route, Blocked), DirectoryError> {
+    ) -> Result<(Route, Blocked, EdgeAuth), DirectoryError> {
         let request =
             GetEnvironmentRequest { group: group.to_owned(), name: environment.to_owned() };
         let env = match self.deployer.get_environment(&edge(), request).await {
@@ -255,6 +273,7 @@ impl GrpcDirectory {
             Err(error) => return Err(DirectoryError::Unavailable(error.message)),
         };
         let blocked = Blocked::new(env.blocked.iter().cloned());
+        let auth = EdgeAuth::from_wire(env.auth.as_ref());
         let request = ListEndpointsRequest {
             group: group.to_owned(),
             zones: env.zones.clone(),
@@ -267,7 +286,7 @@ impl GrpcDirectory {
             .await
             .map_err(|error| DirectoryError::Unavailable(error.message))?;
         let zones = zone_routes(endpoints.zones);
-        Ok((Route { zones }, blocked))
+        Ok((Route { zones }, blocked, auth))
     }
 
     async fn entry(&self, group: &str, environment: &str) -> Result<Cached, DirectoryError> {
@@ -277,9 +296,13 @@ impl GrpcDirectory {
         {
             return Ok(cached.clone());
         }
-        let (route, blocked) = self.fetch(group, environment).await?;
-        let cached =
-            Cached { at: Instant::now(), route: Arc::new(route), blocked: Arc::new(blocked) };
+        let (route, blocked, auth) = self.fetch(group, environment).await?;
+        let cached = Cached {
+            at: Instant::now(),
+            route: Arc::new(route),
+            blocked: Arc::new(blocked),
+            auth: Arc::new(auth),
+        };
         self.cache.lock().insert(key, cached.clone());
         Ok(cached)
     }
@@ -295,6 +318,12 @@ impl Directory for GrpcDirectory {
     /// enforce the list themselves.
     async fn blocked(&self, group: &str, environment: &str) -> Arc<Blocked> {
         self.entry(group, environment).await.map(|e| e.blocked).unwrap_or_default()
+    }
+
+    /// Unknown (the control plane is unreachable) counts as keys: the request was routed with
+    /// a cached answer that has since gone, and the nodes enforce the environment's setting.
+    async fn auth(&self, group: &str, environment: &str) -> Arc<EdgeAuth> {
+        self.entry(group, environment).await.map(|e| e.auth).unwrap_or_default()
     }
 
     fn invalidate(&self, group: &str, environment: &str) {

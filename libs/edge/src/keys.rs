@@ -31,18 +31,21 @@ pub const REFETCH_AFTER: Duration = Duration::from_millis(250);
 /// The edge's verdict on a request's key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyVerdict {
-    Valid,
+    /// A live key: auth's id and name for it.
+    Valid { id: String, name: String },
     /// Missing, unknown, revoked or expired: 401.
     Refused,
     /// Auth could not be asked: the node decides (it holds the keys pushed to it).
     Unknowable(String),
 }
 
-/// One live key of an environment: its SHA-256 digest, expiry (Unix ms, 0 = never) and id.
+/// One live key of an environment: its SHA-256 digest, expiry (Unix ms, 0 = never), id and
+/// name.
 struct LiveKey {
     digest: [u8; 32],
     expires_at: i64,
     id: String,
+    name: String,
 }
 
 type Keys = Arc<Vec<LiveKey>>;
@@ -137,7 +140,7 @@ impl KeyBook {
             Err(reason) => return KeyVerdict::Unknowable(reason),
         };
         match find(&keys, &digest) {
-            Found::Live(id) => return self.used(group, id),
+            Found::Live(key) => return self.used(group, key),
             Found::Expired => return KeyVerdict::Refused,
             Found::No => {}
         }
@@ -148,14 +151,14 @@ impl KeyBook {
             Err(reason) => return KeyVerdict::Unknowable(reason),
         };
         match find(&keys, &digest) {
-            Found::Live(id) => self.used(group, id),
+            Found::Live(key) => self.used(group, key),
             Found::Expired | Found::No => KeyVerdict::Refused,
         }
     }
 
-    fn used(&self, group: &str, key_id: String) -> KeyVerdict {
-        self.used.lock().insert((group.to_owned(), key_id), now_ms());
-        KeyVerdict::Valid
+    fn used(&self, group: &str, key: &LiveKey) -> KeyVerdict {
+        self.used.lock().insert((group.to_owned(), key.id.clone()), now_ms());
+        KeyVerdict::Valid { id: key.id.clone(), name: key.name.clone() }
     }
 
     /// The environment's key set: the cached one while it is younger than [`FRESH_FOR`] (and,
@@ -196,7 +199,12 @@ impl KeyBook {
             .into_iter()
             .filter_map(|k| {
                 let digest: [u8; 32] = hex::decode(&k.sha256_hex).ok()?.try_into().ok()?;
-                Some(LiveKey { digest, expires_at: k.expires_at_unix_ms, id: k.key_id })
+                Some(LiveKey {
+                    digest,
+                    expires_at: k.expires_at_unix_ms,
+                    id: k.key_id,
+                    name: k.key_name,
+                })
             })
             .collect();
         let (keys, at) = (Arc::new(keys), Instant::now());
@@ -207,9 +215,8 @@ impl KeyBook {
     }
 }
 
-enum Found {
-    /// With the key's id.
-    Live(String),
+enum Found<'k> {
+    Live(&'k LiveKey),
     Expired,
     No,
 }
@@ -219,19 +226,19 @@ fn now_ms() -> i64 {
 }
 
 /// Every hash compared in constant time (no early exit), as the node does.
-fn find(keys: &[LiveKey], digest: &[u8; 32]) -> Found {
+fn find<'k>(keys: &'k [LiveKey], digest: &[u8; 32]) -> Found<'k> {
     let now = now_ms();
     let (mut live, mut expired) = (None, false);
     for key in keys {
         let same = bool::from(key.digest.ct_eq(digest));
         let alive = key.expires_at == 0 || now < key.expires_at;
         if same & alive {
-            live = Some(key.id.clone());
+            live = Some(key);
         }
         expired |= same & !alive;
     }
     match live {
-        Some(id) => Found::Live(id),
+        Some(key) => Found::Live(key),
         None if expired => Found::Expired,
         None => Found::No,
     }

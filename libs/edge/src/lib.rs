@@ -17,6 +17,7 @@
 //! With a [`KeyBook`], MCP keys are checked here too (each hash with its expiry, from auth):
 //! a request without a live key of the environment gets 401 before any node is chosen.
 
+mod access;
 mod directory;
 mod keys;
 mod proxy;
@@ -24,6 +25,7 @@ mod select;
 mod session;
 mod stateless;
 
+pub use access::{EdgeAuth, EdgeCaller};
 pub use directory::{
     Blocked, Directory, DirectoryError, GrpcDirectory, Route, StaticDirectory, WorkerRoute,
     ZoneRoute, zone_routes,

@@ -24,8 +24,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use crate::ZONE_HEADER;
+use crate::access::{Gate, Refused};
 use crate::directory::{Admission, Directory, DirectoryError, Route, ZoneRoute};
-use crate::keys::{KeyBook, KeyVerdict};
+use crate::keys::KeyBook;
 use crate::select::{self, Refusal};
 use crate::session::SessionSealer;
 use crate::stateless;
@@ -57,6 +58,8 @@ pub struct Edge {
     directory: Arc<dyn Directory>,
     /// MCP keys checked here before placing; `None` leaves them to the nodes.
     keys: Option<Arc<KeyBook>>,
+    /// Access tokens, rules and rate limits.
+    gate: Gate,
     sealer: SessionSealer,
     client: Client<HttpConnector, Full<Bytes>>,
     settings: EdgeSettings,
@@ -85,7 +88,15 @@ impl Edge {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .build(connector);
-        Self { directory, keys: None, sealer, client, settings, requests: Family::default() }
+        Self {
+            directory,
+            keys: None,
+            gate: Gate::default(),
+            sealer,
+            client,
+            settings,
+            requests: Family::default(),
+        }
     }
 
     /// Checks MCP keys at the edge too (see [`KeyBook`]).
@@ -104,9 +115,48 @@ impl Edge {
     }
 }
 
-/// `/mcp/{group}/{environment}` for POST, GET and DELETE.
+/// `/mcp/{group}/{environment}` for POST, GET and DELETE, and each environment's protected
+/// resource metadata (RFC 9728) where it takes OAuth tokens.
 pub fn router(edge: Arc<Edge>) -> Router {
-    Router::new().route("/mcp/{group}/{environment}", any(handle)).with_state(edge)
+    Router::new()
+        .route("/mcp/{group}/{environment}", any(handle))
+        .route("/.well-known/oauth-protected-resource/mcp/{group}/{environment}", any(metadata))
+        .with_state(edge)
+}
+
+/// The environment's RFC 9728 document: the resource, its authorization servers and scopes.
+/// Readable from any origin (browser-based MCP clients discover through it) and by anyone: it
+/// says where to sign in, nothing more.
+async fn metadata(
+    State(edge): State<Arc<Edge>>,
+    Path((group, environment)): Path<(String, String)>,
+    method: Method,
+) -> Response {
+    if !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return refuse(StatusCode::METHOD_NOT_ALLOWED, "the resource metadata is read with GET");
+    }
+    let document = match edge.directory.route(&group, &environment).await {
+        Ok(_) => edge.directory.auth(&group, &environment).await.metadata(),
+        Err(DirectoryError::Unavailable(_)) => {
+            return unavailable("routing information is unavailable; retry");
+        }
+        Err(DirectoryError::NotFound { .. }) => None,
+    };
+    let cors = [
+        (header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*")),
+        (header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, OPTIONS")),
+    ];
+    match document {
+        Some(_) if method == Method::OPTIONS => (StatusCode::NO_CONTENT, cors).into_response(),
+        Some(document) => (
+            StatusCode::OK,
+            cors,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            document.to_string(),
+        )
+            .into_response(),
+        None => refuse(StatusCode::NOT_FOUND, "no OAuth-protected MCP endpoint here"),
+    }
 }
 
 fn refuse(status: StatusCode, message: &str) -> Response {
@@ -162,18 +212,69 @@ async fn serve(
             return (refuse(StatusCode::SERVICE_UNAVAILABLE, message), false);
         }
     };
-    if let Some(keys) = &edge.keys {
-        let authorization = request.headers().get(header::AUTHORIZATION);
-        let authorization = authorization.and_then(|v| v.to_str().ok());
-        match keys.check(group, environment, authorization).await {
-            KeyVerdict::Valid => {}
-            KeyVerdict::Refused => return (unauthorized(), true),
-            KeyVerdict::Unknowable(reason) => {
-                tracing::warn!(%reason, %group, %environment, "edge cannot check MCP keys; the node will");
-            }
+    let auth = edge.directory.auth(group, environment).await;
+    let authorization = request.headers().get(header::AUTHORIZATION);
+    let authorization = authorization.and_then(|v| v.to_str().ok());
+    let env = (group, environment);
+    let caller = match edge.gate.authenticate(env, &auth, edge.keys.as_deref(), authorization).await
+    {
+        Ok(caller) => caller,
+        Err(Refused::Key) => return (unauthorized(), true),
+        Err(Refused::Token { rejection, challenge }) => {
+            return (token_refused(&rejection, &challenge), true);
         }
+    };
+    if *request.method() == Method::POST
+        && let Err(wait) = edge.gate.admit(env, &caller, auth.calls_per_second)
+    {
+        return (rate_limited(wait, auth.calls_per_second), true);
     }
-    (routed(edge, &route, (group, environment), client, request).await, true)
+    if stateless::is_stateless(request.headers())
+        && let Some(target) = stateless::named_target(request.headers())
+        && caller.who().is_some_and(|who| auth.rules.grant(&who).is_nothing())
+    {
+        let (parts, body) = request.into_parts();
+        let body = ramen_lifecycle::read_body(body, edge.settings.max_body_bytes).await;
+        let body = body.unwrap_or_default();
+        let message = format!(
+            "{} `{}` is not available to this caller on this environment",
+            target.0, target.1
+        );
+        drop(parts);
+        return (blocked_answer(&body, &message), true);
+    }
+    (routed(edge, &route, env, client, request).await, true)
+}
+
+/// 401 or 403 with the OAuth challenge (where the metadata is, the scopes to ask for).
+fn token_refused(rejection: &ramen_oauth_resource::Rejection, challenge: &str) -> Response {
+    let message = match rejection {
+        ramen_oauth_resource::Rejection::InsufficientScope(_) => {
+            "the access token lacks the scope this environment requires"
+        }
+        _ => "a valid OAuth access token for this environment is required",
+    };
+    let status = StatusCode::from_u16(rejection.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+    let mut response = refuse(status, message);
+    if let Ok(value) = HeaderValue::from_str(challenge) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// 429 with when to retry (whole seconds, at least 1).
+fn rate_limited(wait: Duration, per_second: u32) -> Response {
+    let mut response = refuse(
+        StatusCode::TOO_MANY_REQUESTS,
+        &format!(
+            "this caller's limit of {per_second} calls per second on this environment is reached; retry later"
+        ),
+    );
+    let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 /// What the node answers a request without a live key, so a client sees one behaviour.

@@ -47,6 +47,18 @@ pub fn blocked_target(headers: &HeaderMap, blocked: &Blocked) -> Option<String> 
     }
 }
 
+/// What a stateless `tools/call`, `prompts/get` or `resources/read` names: (`tool`,
+/// `prompt` or `resource`, the name or URI), from its `Mcp-Method` and `Mcp-Name`.
+pub fn named_target(headers: &HeaderMap) -> Option<(&'static str, String)> {
+    let what = match header(headers, "mcp-method")? {
+        "tools/call" => "tool",
+        "prompts/get" => "prompt",
+        "resources/read" => "resource",
+        _ => return None,
+    };
+    Some((what, decode(header(headers, "mcp-name")?)?.into_owned()))
+}
+
 fn decode(raw: &str) -> Option<Cow<'_, str>> {
     let Some(encoded) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
         return Some(Cow::Borrowed(raw));

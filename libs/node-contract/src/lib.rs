@@ -25,7 +25,7 @@ pub use config::{
     BIND_HOST_VAR, BlobConfig, EnvironmentRef, NODE_ID_VAR, NodeConfig, NodeConfigError,
     NodeCredentials, POLICY_FILE_VAR, SandboxConfig, SnapshotRef, WORKDIR_VAR, read_policy,
 };
-pub use policy::{NodeKey, PolicyConfig, PolicyError, parse_key_hash, parse_net};
+pub use policy::{NodeAuth, NodeKey, PolicyConfig, PolicyError, parse_key_hash, parse_net};
 pub use ports::NodePorts;
 pub use ticket_key::TicketKey;
 

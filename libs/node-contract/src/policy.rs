@@ -29,6 +29,61 @@ pub struct PolicyConfig {
     /// `Origin` values browsers may call from (besides same-origin).
     pub allowed_origins: Vec<String>,
     pub verbose: bool,
+    /// How callers authenticate and what each may call (the environment's setting). The
+    /// default — keys, no rules — is what every node enforced before OAuth.
+    pub auth: NodeAuth,
+}
+
+/// An environment's MCP authentication as a node enforces it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct NodeAuth {
+    pub mode: ramen_call_rules::AuthMode,
+    /// The URL access tokens must name as their audience (RFC 8707), also the `resource` of
+    /// the protected resource metadata.
+    pub resource: String,
+    /// Authorization servers whose tokens count.
+    pub issuers: Vec<String>,
+    /// Scopes of which a token must hold one (empty: any).
+    pub scopes: Vec<String>,
+    pub rules: Vec<ramen_call_rules::Rule>,
+}
+
+impl NodeAuth {
+    /// The wire form (`NodePolicy.auth`, resolved by the deployer) as a node takes it; unset
+    /// is MCP keys only, no rules.
+    pub fn from_wire(auth: Option<&ramen_proto::common::v1::McpAuth>) -> Self {
+        use ramen_proto::common::v1::McpAuthMode;
+        let Some(auth) = auth else { return Self::default() };
+        let mode = match auth.mode() {
+            McpAuthMode::Oauth => ramen_call_rules::AuthMode::Oauth,
+            McpAuthMode::Both => ramen_call_rules::AuthMode::Both,
+            McpAuthMode::Keys | McpAuthMode::Unspecified => ramen_call_rules::AuthMode::Keys,
+        };
+        Self {
+            mode,
+            resource: auth.resource.clone(),
+            issuers: auth.issuers.clone(),
+            scopes: auth.scopes.clone(),
+            rules: auth
+                .rules
+                .iter()
+                .map(|r| ramen_call_rules::Rule {
+                    subjects: r.subjects.clone(),
+                    groups: r.groups.clone(),
+                    scopes: r.scopes.clone(),
+                    keys: r.keys.clone(),
+                    allow: r.allow.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<ramen_proto::common::v1::KeyHash> for NodeKey {
+    fn from(key: ramen_proto::common::v1::KeyHash) -> Self {
+        Self::new(key.sha256_hex, key.expires_at_unix_ms).named(key.key_id, key.key_name)
+    }
 }
 
 /// One MCP key a node accepts. Written in a config or policy file as an object, or as a bare
@@ -41,6 +96,11 @@ pub struct NodeKey {
     /// Unix milliseconds from which the key is refused; 0 = never.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub expires_at_unix_ms: i64,
+    /// Auth's id of the key, and its name: for rules naming keys, and for the tools it calls.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
 }
 
 fn is_zero(value: &i64) -> bool {
@@ -49,7 +109,19 @@ fn is_zero(value: &i64) -> bool {
 
 impl NodeKey {
     pub fn new(sha256_hex: impl Into<String>, expires_at_unix_ms: i64) -> Self {
-        Self { sha256_hex: sha256_hex.into(), expires_at_unix_ms }
+        Self {
+            sha256_hex: sha256_hex.into(),
+            expires_at_unix_ms,
+            id: String::new(),
+            name: String::new(),
+        }
+    }
+
+    /// The key with auth's id and name for it.
+    pub fn named(mut self, id: impl Into<String>, name: impl Into<String>) -> Self {
+        self.id = id.into();
+        self.name = name.into();
+        self
     }
 
     /// Whether the key is refused at `now_unix_ms`.
@@ -73,6 +145,10 @@ enum NodeKeyText {
         sha256_hex: String,
         #[serde(default)]
         expires_at_unix_ms: i64,
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        name: String,
     },
 }
 
@@ -80,8 +156,8 @@ impl From<NodeKeyText> for NodeKey {
     fn from(text: NodeKeyText) -> Self {
         match text {
             NodeKeyText::Hash(hash) => Self::new(hash, 0),
-            NodeKeyText::Key { sha256_hex, expires_at_unix_ms } => {
-                Self::new(sha256_hex, expires_at_unix_ms)
+            NodeKeyText::Key { sha256_hex, expires_at_unix_ms, id, name } => {
+                Self::new(sha256_hex, expires_at_unix_ms).named(id, name)
             }
         }
     }

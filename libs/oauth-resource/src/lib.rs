@@ -19,7 +19,7 @@ mod keys;
 mod verify;
 
 pub use keys::{Issuers, REFRESH_FLOOR};
-pub use verify::{Caller, Expect, Rejection, Verifier};
+pub use verify::{Caller, Expect, INTROSPECTED_FOR, Rejection, Verifier};
 
 /// RFC 9728 protected resource metadata of `resource`.
 pub fn metadata(resource: &str, issuers: &[String], scopes: &[String]) -> serde_json::Value {

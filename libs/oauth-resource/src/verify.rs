@@ -1,6 +1,11 @@
 //! One access token against one resource's expectations.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
 use jsonwebtoken::{Algorithm, Validation};
+use parking_lot::Mutex;
 use serde::Deserialize;
 
 use crate::keys::Issuers;
@@ -102,6 +107,26 @@ struct Claims {
     email: Option<String>,
     name: Option<String>,
     client_id: Option<String>,
+    exp: Option<u64>,
+}
+
+/// Tokens verified recently, by SHA-256 of the token, with how long each may be taken again
+/// without verifying: a client sends the same token on every call, and a signature check
+/// costs far more than a hash. A JWT stays until it expires (nothing revokes one before);
+/// an introspected token is asked about again after [`INTROSPECTED_FOR`], so one revoked at
+/// the issuer stops working within it.
+#[derive(Default)]
+struct Verified {
+    tokens: HashMap<[u8; 32], (Caller, Instant)>,
+}
+
+/// How long an introspection answer is trusted.
+pub const INTROSPECTED_FOR: Duration = Duration::from_secs(30);
+/// Verified tokens remembered at most (beyond, the expired ones go, then all).
+const VERIFIED_CAP: usize = 10_000;
+
+fn unix_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Algorithms a token may be signed with: asymmetric only. An issuer publishes public keys; a
@@ -122,11 +147,18 @@ const ALGORITHMS: [Algorithm; 7] = [
 pub struct Verifier {
     issuers: Issuers,
     expect: Expect,
+    verified: Arc<Mutex<Verified>>,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier").field("expect", &self.expect).finish_non_exhaustive()
+    }
 }
 
 impl Verifier {
     pub fn new(issuers: Issuers, expect: Expect) -> Self {
-        Self { issuers, expect }
+        Self { issuers, expect, verified: Arc::default() }
     }
 
     pub fn expect(&self) -> &Expect {
@@ -143,7 +175,31 @@ impl Verifier {
         self.verify(token).await
     }
 
+    /// The caller behind `token`: from the tokens verified recently, or checked now.
     pub async fn verify(&self, token: &str) -> Result<Caller, Rejection> {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        let now = Instant::now();
+        if let Some((caller, until)) = self.verified.lock().tokens.get(&digest)
+            && now < *until
+        {
+            return Ok(caller.clone());
+        }
+        let (caller, expires_at) = self.verify_now(token).await?;
+        let remaining = Duration::from_secs(expires_at.saturating_sub(unix_now()));
+        let mut verified = self.verified.lock();
+        if verified.tokens.len() >= VERIFIED_CAP {
+            verified.tokens.retain(|_, (_, until)| now < *until);
+            if verified.tokens.len() >= VERIFIED_CAP {
+                verified.tokens.clear();
+            }
+        }
+        verified.tokens.insert(digest, (caller.clone(), now + remaining));
+        Ok(caller)
+    }
+
+    /// The caller and until when (unix seconds) its token may be taken without checking again.
+    async fn verify_now(&self, token: &str) -> Result<(Caller, u64), Rejection> {
         let invalid = |why: String| Rejection::Invalid(why);
         let header = match jsonwebtoken::decode_header(token) {
             Ok(header) => header,
@@ -183,7 +239,9 @@ impl Verifier {
         {
             return Err(Rejection::InsufficientScope(self.expect.scopes.clone()));
         }
-        Ok(Caller {
+        // `exp` is required above; without it nothing would be remembered.
+        let expires_at = claims.exp.unwrap_or(0);
+        let caller = Caller {
             subject: claims.sub,
             issuer: claims.iss,
             scopes,
@@ -191,14 +249,15 @@ impl Verifier {
             email: claims.email,
             name: claims.name,
             client_id: claims.client_id,
-        })
+        };
+        Ok((caller, expires_at))
     }
 }
 
 impl Verifier {
     /// An opaque token, asked of the accepted issuers that introspect (RFC 7662): it counts
     /// when one answers it active, for this resource, unexpired.
-    async fn introspect(&self, token: &str) -> Result<Caller, Rejection> {
+    async fn introspect(&self, token: &str) -> Result<(Caller, u64), Rejection> {
         let invalid = |why: String| Rejection::Invalid(why);
         let client = self.expect.introspection_client.as_ref();
         let client = client.ok_or_else(|| invalid("opaque token".into()))?;
@@ -248,7 +307,7 @@ impl Verifier {
             // `sub` is optional in RFC 7662; a client's own token (client credentials) is
             // that client's.
             let subject = text("sub").or_else(|| text("client_id"));
-            return Ok(Caller {
+            let caller = Caller {
                 subject: subject.ok_or_else(|| invalid("introspection names no subject".into()))?,
                 issuer: issuer.clone(),
                 scopes,
@@ -256,7 +315,11 @@ impl Verifier {
                 email: text("email"),
                 name: text("name"),
                 client_id: text("client_id"),
-            });
+            };
+            let trusted_until = unix_now() + INTROSPECTED_FOR.as_secs();
+            let expires_at =
+                answer["exp"].as_u64().map_or(trusted_until, |exp| exp.min(trusted_until));
+            return Ok((caller, expires_at));
         }
         Err(invalid(if problems.is_empty() {
             "the token is not active at any accepted issuer".into()

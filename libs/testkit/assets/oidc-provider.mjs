@@ -4,6 +4,7 @@
 //   module         path of oidc-provider's package directory
 //   port           the port to listen on (127.0.0.1)
 //   token_ttl      access-token lifetime in seconds
+//   machine_token_ttl  the machine client's (client_credentials) tokens' lifetime; default token_ttl
 //   scopes         scopes resource servers accept
 //   redirect_uris  redirect URIs of the public test client
 // It prints `listening <issuer>` once it serves.
@@ -16,6 +17,7 @@ const { default: Provider } = await import(pathToFileURL(join(options.module, 'l
 const port = options.port;
 const issuer = `http://127.0.0.1:${port}`;
 const ttl = options.token_ttl;
+const machineTtl = options.machine_token_ttl || ttl;
 const scopes = options.scopes;
 const redirectUris = options.redirect_uris.length ? options.redirect_uris : ['http://127.0.0.1/callback'];
 
@@ -33,7 +35,7 @@ const provider = new Provider(issuer, {
   clients: [
     // A confidential machine client (client_credentials), and a public one (code + PKCE).
     { client_id: 'machine', client_secret: 'machine-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: scopes.join(' ') },
-    { client_id: 'public', token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: redirectUris, scope: ['openid', 'profile', 'email', 'groups', ...scopes].join(' ') },
+    { client_id: 'public', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: redirectUris, scope: ['openid', 'profile', 'email', 'groups', ...scopes].join(' ') },
   ],
   scopes: ['openid', 'profile', 'email', 'groups', ...scopes],
   claims: { openid: ['sub'], profile: ['name'], email: ['email'], groups: ['groups'] },
@@ -44,15 +46,17 @@ const provider = new Provider(issuer, {
   },
   features: {
     devInteractions: { enabled: true },
+    // Open dynamic client registration (RFC 7591): MCP clients register themselves.
+    registration: { enabled: true },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {
       enabled: true,
       useGrantedResource: () => true,
-      getResourceServerInfo: (ctx, resource) => ({
+      getResourceServerInfo: (ctx, resource, client) => ({
         scope: scopes.join(' '),
         audience: resource,
-        accessTokenTTL: ttl,
+        accessTokenTTL: client && client.clientId === 'machine' ? machineTtl : ttl,
         // A resource whose URL has `/opaque/` gets opaque tokens (RFC 7662 introspection).
         accessTokenFormat: resource.includes('/opaque/') ? 'opaque' : 'jwt',
         jwt: { sign: { alg: 'RS256' } },
@@ -64,7 +68,11 @@ const provider = new Provider(issuer, {
     const account = token.accountId && accounts[token.accountId];
     return account ? { groups: account.groups, email: account.email, name: account.name } : undefined;
   },
-  ttl: { AccessToken: ttl, ClientCredentials: ttl },
+  ttl: { AccessToken: ttl, ClientCredentials: machineTtl },
 });
 provider.proxy = false;
+// What went wrong, in the log the test prints when it fails.
+for (const event of ['server_error', 'grant.error', 'authorization.error', 'registration_create.error', 'interaction.error']) {
+  provider.on(event, (ctx, error) => console.error(`${event}: ${error && (error.stack || error.message)} ${error && error.error_description ? error.error_description : ''}`));
+}
 provider.listen(port, '127.0.0.1', () => console.log(`listening ${issuer}`));

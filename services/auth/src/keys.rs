@@ -208,6 +208,7 @@ impl Auth {
                 key_id: k.id,
                 sha256_hex: k.value.sha256_hex,
                 expires_at_unix_ms: k.value.expires_at_ms.unwrap_or(0),
+                key_name: k.value.name,
             })
             .collect();
         let info = page.finish(&mut hashes);

@@ -81,8 +81,14 @@ pub fn deletion(group: &str, d: &Deletion) -> pb::GroupDeletion {
     }
 }
 
-pub fn environment(e: &EnvironmentRecord) -> pb::Environment {
+pub fn environment(
+    e: &EnvironmentRecord,
+    defaults: &crate::mcp_auth::McpAuthDefaults,
+) -> pb::Environment {
+    let (auth, auth_inherited) = defaults.resolve(e.auth.as_ref(), &e.group, &e.name);
     pb::Environment {
+        auth: Some(auth),
+        auth_inherited,
         group: e.group.clone(),
         name: e.name.clone(),
         git_ref: e.git_ref.clone(),

@@ -14,7 +14,7 @@ use crate::conversions::Page;
 use crate::error::{Error, Result};
 use crate::git::refs::check_ref;
 use crate::model::{EnvironmentRecord, GroupRecord, environment_id, now_ms};
-use crate::{Registry, validate};
+use crate::{Registry, mcp_auth, validate};
 
 impl Registry {
     pub async fn create_environment(
@@ -29,6 +29,11 @@ impl Registry {
         let git_ref = if r.git_ref.is_empty() { group.default_ref.clone() } else { r.git_ref };
         check_ref(&git_ref)?;
         let zones = self.check_zones(&group, &r.zones).await?;
+        let auth = r
+            .auth
+            .as_ref()
+            .map(|a| mcp_auth::checked(a, &self.core.settings.mcp_auth))
+            .transpose()?;
         let now = now_ms();
         let record = EnvironmentRecord {
             group: r.group.clone(),
@@ -37,6 +42,7 @@ impl Registry {
             zones,
             verbose: r.verbose,
             blocked: validate::blocked(&r.blocked)?,
+            auth,
             created_at_ms: now,
             updated_at_ms: now,
             ..EnvironmentRecord::default()
@@ -57,7 +63,11 @@ impl Registry {
                 "environment.create",
                 &r.group,
                 &format!("env/{}", r.name),
-                [("git_ref", record.git_ref.clone()), ("zones", record.zones.join(","))],
+                [
+                    ("git_ref", record.git_ref.clone()),
+                    ("zones", record.zones.join(",")),
+                    ("auth", auth_summary(&record, &self.core.settings.mcp_auth)),
+                ],
             )
             .await;
         Ok(record)
@@ -114,16 +124,23 @@ impl Registry {
             None => None,
         };
         let blocked = r.blocked.as_ref().map(|b| validate::blocked(&b.values)).transpose()?;
+        let auth = r
+            .auth
+            .as_ref()
+            .map(|a| mcp_auth::checked(a, &self.core.settings.mcp_auth))
+            .transpose()?;
         let id = environment_id(&r.group, &r.name);
         let (written, ()) = self
             .core
             .db
             .environments
-            .modify(&id, |e| apply(e, &r, zones.as_ref(), blocked.as_ref()))
+            .modify(&id, |e| apply(e, &r, zones.as_ref(), blocked.as_ref(), auth.as_ref()))
             .await?;
         let env = written.value;
-        if blocked.is_some() && blocked.as_ref() != Some(&before.blocked) {
-            self.push_blocked(&env).await?;
+        let blocked_changed = blocked.is_some() && blocked.as_ref() != Some(&before.blocked);
+        let auth_changed = auth.is_some() && env.auth != before.auth;
+        if blocked_changed || auth_changed {
+            self.push_policy(&env, blocked_changed, auth_changed).await?;
         }
         let dropped: Vec<String> =
             before.zones.iter().filter(|z| !env.zones.contains(z)).cloned().collect();
@@ -137,7 +154,17 @@ impl Registry {
                 "environment.update",
                 &env.group,
                 &format!("env/{}", env.name),
-                [("released_zones", released.join(","))],
+                [
+                    ("released_zones", released.join(",")),
+                    (
+                        "auth",
+                        if auth_changed {
+                            auth_summary(&env, &self.core.settings.mcp_auth)
+                        } else {
+                            String::new()
+                        },
+                    ),
+                ],
             )
             .await;
         Ok(env)
@@ -260,13 +287,18 @@ impl Registry {
         Ok(zones.iter().filter(|z| !used.contains(*z)).cloned().collect())
     }
 
-    /// The blocked list, live on every zone of the environment that has a placement.
-    async fn push_blocked(&self, env: &EnvironmentRecord) -> Result<()> {
+    /// The blocked list and/or the MCP authentication, live on every zone of the environment
+    /// that has a placement.
+    async fn push_policy(&self, env: &EnvironmentRecord, blocked: bool, auth: bool) -> Result<()> {
+        let resolved = auth.then(|| {
+            self.core.settings.mcp_auth.resolve(env.auth.as_ref(), &env.group, &env.name).0
+        });
         for zone in &env.zones {
+            let blocked = blocked.then(|| env.blocked.clone());
             match self
                 .core
                 .zones
-                .live_policy(&env.group, zone, Some(env.blocked.clone()), None)
+                .live_policy(&env.group, zone, blocked, None, resolved.clone())
                 .await
             {
                 Ok(_) | Err(Error::NotFound(_)) => {}
@@ -284,6 +316,7 @@ fn apply(
     r: &pb::UpdateEnvironmentRequest,
     zones: Option<&Vec<String>>,
     blocked: Option<&Vec<String>>,
+    auth: Option<&ramen_proto::common::v1::McpAuth>,
 ) -> Result<()> {
     if e.deleting {
         return Err(Error::FailedPrecondition(format!(
@@ -303,6 +336,24 @@ fn apply(
     if let Some(blocked) = blocked {
         e.blocked = blocked.clone();
     }
+    if let Some(auth) = auth {
+        e.auth = Some(auth.clone());
+    }
     e.updated_at_ms = now_ms();
     Ok(())
+}
+
+/// What the audit log keeps of an auth change: the mode, issuers, scopes, how many rules, the
+/// rate (never more: rules may name people).
+fn auth_summary(env: &EnvironmentRecord, defaults: &mcp_auth::McpAuthDefaults) -> String {
+    let (auth, inherited) = defaults.resolve(env.auth.as_ref(), &env.group, &env.name);
+    let mode = auth.mode().as_str_name().trim_start_matches("MCP_AUTH_MODE_").to_ascii_lowercase();
+    format!(
+        "mode={mode}{} issuers={} scopes={} rules={} calls_per_second={}",
+        if inherited { " (platform default)" } else { "" },
+        auth.issuers.join(","),
+        auth.scopes.join(","),
+        auth.rules.len(),
+        auth.calls_per_second
+    )
 }

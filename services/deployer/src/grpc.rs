@@ -16,6 +16,12 @@ use crate::jobs::{DeadLetterView, WatchStream};
 
 pub struct DeployerGrpc(pub Arc<Deployer>);
 
+impl DeployerGrpc {
+    fn auth_defaults(&self) -> &crate::mcp_auth::McpAuthDefaults {
+        &self.0.registry.core.settings.mcp_auth
+    }
+}
+
 type Answer<T> = Result<Response<T>, Status>;
 
 fn split<T>(request: Request<T>) -> (Caller, T) {
@@ -91,7 +97,8 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::CreateEnvironmentRequest>,
     ) -> Answer<pb::Environment> {
         let (ctx, r) = split(request);
-        ok(conv::environment(&self.0.registry.create_environment(&ctx, r).await?))
+        let env = self.0.registry.create_environment(&ctx, r).await?;
+        ok(conv::environment(&env, self.auth_defaults()))
     }
 
     async fn get_environment(
@@ -99,7 +106,8 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::GetEnvironmentRequest>,
     ) -> Answer<pb::Environment> {
         let (ctx, r) = split(request);
-        ok(conv::environment(&self.0.registry.get_environment(&ctx, &r.group, &r.name).await?))
+        let env = self.0.registry.get_environment(&ctx, &r.group, &r.name).await?;
+        ok(conv::environment(&env, self.auth_defaults()))
     }
 
     async fn list_environments(
@@ -110,7 +118,7 @@ impl DeployerService for DeployerGrpc {
         let (envs, page) =
             self.0.registry.list_environments(&ctx, &r.group, conv::page(r.page.as_ref())?).await?;
         ok(pb::ListEnvironmentsResponse {
-            environments: envs.iter().map(conv::environment).collect(),
+            environments: envs.iter().map(|e| conv::environment(e, self.auth_defaults())).collect(),
             page: Some(page),
         })
     }
@@ -120,7 +128,8 @@ impl DeployerService for DeployerGrpc {
         request: Request<pb::UpdateEnvironmentRequest>,
     ) -> Answer<pb::Environment> {
         let (ctx, r) = split(request);
-        ok(conv::environment(&self.0.registry.update_environment(&ctx, r).await?))
+        let env = self.0.registry.update_environment(&ctx, r).await?;
+        ok(conv::environment(&env, self.auth_defaults()))
     }
 
     async fn delete_environment(

@@ -26,6 +26,7 @@ mod github_app;
 mod groups;
 mod grpc;
 pub mod jobs;
+mod mcp_auth;
 mod metrics;
 pub mod model;
 mod ports;

@@ -131,6 +131,9 @@ pub struct EnvironmentRecord {
     pub deleting: bool,
     /// Set with `deleting`: zones no other environment of the group used, being torn down.
     pub released_zones: Vec<String>,
+    /// The environment's own MCP authentication (unset or mode unspecified: the platform
+    /// default); resolved for the nodes and the edge by `McpAuthDefaults::resolve`.
+    pub auth: Option<ramen_proto::common::v1::McpAuth>,
 }
 
 /// `<group>.<environment>`: both are DNS labels, so the dot cannot be ambiguous.

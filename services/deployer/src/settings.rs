@@ -43,6 +43,8 @@ pub struct DeployerSettings {
     pub artifact_grace: Duration,
     /// Successful deploys per environment whose artifacts are kept (live + rollback targets).
     pub keep_successes: usize,
+    /// How MCP clients authenticate where an environment does not say, and the public URL.
+    pub mcp_auth: crate::mcp_auth::McpAuthDefaults,
 }
 
 impl DeployerSettings {
@@ -78,6 +80,7 @@ impl DeployerSettings {
             github_api_url: "https://api.github.com".into(),
             artifact_grace: Duration::from_secs(3600),
             keep_successes: 3,
+            mcp_auth: crate::mcp_auth::McpAuthDefaults::from_config(config),
         }
     }
 }

@@ -286,13 +286,10 @@ impl RunnerService for AdminService {
             version: policy.version,
             blocked: policy.blocked,
             disabled_packages: policy.disabled_packages,
-            key_hashes: policy
-                .key_hashes
-                .into_iter()
-                .map(|k| ramen_node_contract::NodeKey::new(k.sha256_hex, k.expires_at_unix_ms))
-                .collect(),
+            key_hashes: policy.key_hashes.into_iter().map(Into::into).collect(),
             ip_allow: policy.ip_allow,
             trusted_proxies: policy.trusted_proxies,
+            auth: ramen_node_contract::NodeAuth::from_wire(policy.auth.as_ref()),
             ..Default::default()
         };
         let applied =

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use ramen_call_rules::Grant;
+
 use crate::policy::Policy;
 use crate::runtime::Report;
 
@@ -124,11 +126,12 @@ impl Catalog {
         }
     }
 
-    /// The objects of `kind` the policy lets callers see, in load order.
+    /// The objects of `kind` the policy lets a caller with `grant` see, in load order.
     pub fn visible<'a>(
         &'a self,
         kind: Kind,
         policy: &'a Policy,
+        grant: &'a Grant,
     ) -> impl Iterator<Item = &'a Value> + 'a {
         let entries: Box<dyn Iterator<Item = &Entry>> = match kind {
             Kind::Tools => Box::new(self.tools.iter()),
@@ -140,6 +143,10 @@ impl Catalog {
             .filter(move |e| match kind {
                 Kind::Tools => !policy.tool_hidden(&e.package, &e.key),
                 _ => !policy.package_hidden(&e.package),
+            })
+            .filter(move |e| match kind {
+                Kind::Tools | Kind::Prompts => grant.name(&e.package, &e.key),
+                Kind::Resources | Kind::ResourceTemplates => grant.package(&e.package),
             })
             .map(|e| &e.object)
     }
@@ -308,14 +315,16 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let tools: Vec<_> =
-            catalog.visible(Kind::Tools, &policy).map(|t| t["name"].clone()).collect();
+        let tools: Vec<_> = catalog
+            .visible(Kind::Tools, &policy, &Grant::Everything)
+            .map(|t| t["name"].clone())
+            .collect();
         assert_eq!(tools, vec![json!("weather.forecast")]);
         let whole =
             Policy::compile(PolicyConfig { blocked: vec!["weather".into()], ..Default::default() })
                 .unwrap();
-        assert_eq!(catalog.visible(Kind::Tools, &whole).count(), 1);
-        assert_eq!(catalog.visible(Kind::Prompts, &whole).count(), 0);
-        assert_eq!(catalog.visible(Kind::ResourceTemplates, &whole).count(), 0);
+        assert_eq!(catalog.visible(Kind::Tools, &whole, &Grant::Everything).count(), 1);
+        assert_eq!(catalog.visible(Kind::Prompts, &whole, &Grant::Everything).count(), 0);
+        assert_eq!(catalog.visible(Kind::ResourceTemplates, &whole, &Grant::Everything).count(), 0);
     }
 }

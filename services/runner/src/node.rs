@@ -182,14 +182,17 @@ impl Node {
             (Kind::Prompts, "notifications/prompts/list_changed", Change::Prompts),
             (Kind::Resources, "notifications/resources/list_changed", Change::Resources),
         ];
+        // New rules may change any caller's lists: every list counts as changed.
+        let rules_changed = policy.source.auth.rules != policy_before.source.auth.rules;
+        let all = ramen_call_rules::Grant::Everything;
         for (kind, method, change) in changes {
-            let before: Vec<_> = catalog_before.visible(kind, policy_before).collect();
-            let now: Vec<_> = catalog.visible(kind, &policy).collect();
+            let before: Vec<_> = catalog_before.visible(kind, policy_before, &all).collect();
+            let now: Vec<_> = catalog.visible(kind, &policy, &all).collect();
             let templates_changed = kind == Kind::Resources
                 && !catalog_before
-                    .visible(Kind::ResourceTemplates, policy_before)
-                    .eq(catalog.visible(Kind::ResourceTemplates, &policy));
-            if before != now || templates_changed {
+                    .visible(Kind::ResourceTemplates, policy_before, &all)
+                    .eq(catalog.visible(Kind::ResourceTemplates, &policy, &all));
+            if before != now || templates_changed || rules_changed {
                 self.sessions.broadcast(sse_event(&jsonrpc::notification(method, None)));
                 self.changes.publish(change);
             }

@@ -1,14 +1,100 @@
-//! What the node enforces on every request: MCP keys, the IP allow-list, allowed origins, and
-//! the blocked/disabled lists. Replaced atomically as a whole when the control plane pushes a
-//! new policy, so a request sees either the old one or the new one, never a mix.
+//! What the node enforces on every request: MCP keys and OAuth access tokens (who is
+//! calling), the IP allow-list, allowed origins, the blocked/disabled lists and the
+//! environment's rules of who may call what. Replaced atomically as a whole when the control
+//! plane pushes a new policy, so a request sees either the old one or the new one, never a mix.
 
 use std::collections::HashSet;
 use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
 
 use ipnet::IpNet;
+use ramen_call_rules::{AuthMode, Grant, Rules, Who};
 pub use ramen_node_contract::{PolicyConfig, PolicyError};
 use ramen_node_contract::{key_digest, parse_key_hash, parse_net};
+use ramen_oauth_resource::{Expect, Issuers, Rejection, Verifier};
 use subtle::ConstantTimeEq;
+
+/// The issuers' keys, one cache for the process: a pushed policy builds a new verifier, but
+/// the keys it already fetched stay.
+fn issuers() -> &'static Issuers {
+    static ISSUERS: OnceLock<Issuers> = OnceLock::new();
+    ISSUERS.get_or_init(Issuers::default)
+}
+
+/// Who a request comes from, once authenticated. Never the key or token itself.
+#[derive(Clone, Debug)]
+pub enum CallerId {
+    /// The node takes calls without keys (fixtures).
+    Anonymous,
+    /// An MCP key: auth's id and name for it (empty for a key written by hand), and a digest
+    /// of the key (what its sessions are counted and bound by).
+    Key { id: String, name: String, digest: String },
+    /// A verified OAuth access token's claims.
+    Token(Arc<ramen_oauth_resource::Caller>),
+}
+
+impl CallerId {
+    pub fn who(&self) -> Who<'_> {
+        match self {
+            Self::Anonymous => Who::Anonymous,
+            Self::Key { id, name, .. } => Who::Key { id, name },
+            Self::Token(caller) => Who::Token {
+                subject: &caller.subject,
+                groups: &caller.groups,
+                scopes: &caller.scopes,
+            },
+        }
+    }
+
+    /// Whose a session is (the per-caller cap, and the check that a session's requests come
+    /// from the caller that opened it): the key's digest, or the token's issuer and subject —
+    /// not the token, which a client refreshes during a session.
+    pub fn owner(&self) -> String {
+        match self {
+            Self::Anonymous => String::new(),
+            Self::Key { digest, .. } => digest.clone(),
+            Self::Token(caller) => {
+                use sha2::Digest;
+                let mut hash = sha2::Sha256::new();
+                hash.update(caller.issuer.as_bytes());
+                hash.update([0]);
+                hash.update(caller.subject.as_bytes());
+                format!("t:{}", hex::encode(&hash.finalize()[..12]))
+            }
+        }
+    }
+
+    /// The `caller` object of a runtime call frame (docs/packages.md): what a tool may know of
+    /// who calls it. `None` for nobody in particular.
+    pub fn frame(&self) -> Option<String> {
+        let value = match self {
+            Self::Anonymous => return None,
+            Self::Key { id, name, .. } => {
+                serde_json::json!({"kind": "key", "key_id": id, "key_name": name})
+            }
+            Self::Token(caller) => serde_json::json!({
+                "kind": "oauth",
+                "subject": caller.subject,
+                "issuer": caller.issuer,
+                "name": caller.name,
+                "email": caller.email,
+                "groups": caller.groups,
+                "scopes": caller.scopes,
+                "client_id": caller.client_id,
+            }),
+        };
+        Some(value.to_string())
+    }
+}
+
+/// Why a request was not let in.
+#[derive(Debug)]
+pub enum Unauthenticated {
+    /// No live MCP key, on an environment that takes keys only.
+    Key,
+    /// What the OAuth resource server answers (401 or 403, with its challenge).
+    Token(Rejection),
+}
 
 /// The key of `Authorization: Bearer <key>`.
 fn bearer(authorization: Option<&str>) -> Option<&str> {
@@ -26,6 +112,11 @@ pub struct Policy {
     disabled: HashSet<String>,
     allowed_origins: HashSet<String>,
     pub verbose: bool,
+    /// Access tokens are verified by this (an environment taking OAuth with an issuer).
+    verifier: Option<Verifier>,
+    /// The challenge's `resource_metadata` URL and scopes, where OAuth is taken.
+    challenge: Option<(String, Vec<String>)>,
+    rules: Rules,
     pub source: PolicyConfig,
 }
 
@@ -34,6 +125,8 @@ struct CompiledKey {
     digest: [u8; 32],
     /// Unix ms from which the key is refused; 0 = never.
     expires_at_unix_ms: i64,
+    id: String,
+    name: String,
 }
 
 fn now_unix_ms() -> i64 {
@@ -52,10 +145,32 @@ impl Policy {
             .iter()
             .map(|k| {
                 let digest = parse_key_hash(&k.sha256_hex)?;
-                Ok(CompiledKey { digest, expires_at_unix_ms: k.expires_at_unix_ms })
+                Ok(CompiledKey {
+                    digest,
+                    expires_at_unix_ms: k.expires_at_unix_ms,
+                    id: k.id.clone(),
+                    name: k.name.clone(),
+                })
             })
             .collect::<Result<_, PolicyError>>()?;
+        let auth = &config.auth;
+        let oauth = auth.mode.oauth();
+        let verifier =
+            (oauth && !auth.issuers.is_empty() && !auth.resource.is_empty()).then(|| {
+                Verifier::new(
+                    issuers().clone(),
+                    Expect::new(&auth.resource, &auth.issuers, &auth.scopes),
+                )
+            });
+        if oauth && verifier.is_none() {
+            tracing::warn!(resource = %auth.resource, "OAuth is on without an issuer or a resource: every token is refused");
+        }
+        let challenge = oauth
+            .then(|| (ramen_oauth_resource::metadata_url(&auth.resource), auth.scopes.clone()));
         Ok(Self {
+            verifier,
+            challenge,
+            rules: Rules::new(auth.rules.clone()),
             require_key: config.require_key,
             keys,
             allow: parse_nets(&config.ip_allow)?,
@@ -76,27 +191,81 @@ impl Policy {
     /// per hash). The expiry is read on every request: a key stops working when it expires,
     /// whether or not a policy has been pushed since.
     pub fn key_ok(&self, authorization: Option<&str>) -> bool {
-        if !self.require_key {
-            return true;
-        }
-        let Some(key) = bearer(authorization) else {
-            return false;
-        };
+        !self.require_key || self.live_key(authorization).is_some()
+    }
+
+    /// The live key `Authorization: Bearer <key>` names (every hash compared, in constant
+    /// time each).
+    fn live_key(&self, authorization: Option<&str>) -> Option<CallerId> {
+        let key = bearer(authorization)?;
         let digest = key_digest(key);
         let now = now_unix_ms();
-        self.keys.iter().fold(false, |found, k| {
+        let mut found = None;
+        for k in &self.keys {
             let live = k.expires_at_unix_ms == 0 || now < k.expires_at_unix_ms;
-            found | (bool::from(k.digest.ct_eq(&digest)) & live)
+            if bool::from(k.digest.ct_eq(&digest)) & live {
+                found = Some(k);
+            }
+        }
+        found.map(|k| CallerId::Key {
+            id: k.id.clone(),
+            name: k.name.clone(),
+            digest: hex::encode(&digest[..12]),
         })
     }
 
-    /// Whose session an `initialize` opens, for the per-key cap: a digest of the caller's MCP
-    /// key (`key_ok` has passed), or nobody when this node takes calls without keys.
-    pub fn session_owner(&self, authorization: Option<&str>) -> String {
-        match (self.require_key, bearer(authorization)) {
-            (true, Some(key)) => hex::encode(&key_digest(key)[..12]),
-            _ => String::new(),
+    /// Who is calling: a live MCP key, or (where the environment takes OAuth) a verified
+    /// access token for this environment. The listed keys always count: on an environment
+    /// taking tokens only the control plane lists none but its deploy's smoke key.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+    ) -> Result<CallerId, Unauthenticated> {
+        if !self.require_key {
+            return Ok(CallerId::Anonymous);
         }
+        if let Some(key) = self.live_key(authorization) {
+            return Ok(key);
+        }
+        if self.challenge.is_none() {
+            return Err(Unauthenticated::Key);
+        }
+        let Some(verifier) = &self.verifier else {
+            let why = "OAuth has no issuer configured".to_owned();
+            return Err(Unauthenticated::Token(match bearer(authorization) {
+                Some(_) => Rejection::Invalid(why),
+                None => Rejection::Missing,
+            }));
+        };
+        match verifier.verify_header(authorization).await {
+            Ok(caller) => Ok(CallerId::Token(Arc::new(caller))),
+            Err(rejection) => Err(Unauthenticated::Token(rejection)),
+        }
+    }
+
+    /// The `WWW-Authenticate` value of a refusal: the OAuth challenge where the environment
+    /// takes tokens (RFC 9728 `resource_metadata`, the scopes), else the MCP key one.
+    pub fn challenge(&self, refusal: &Unauthenticated) -> String {
+        match (refusal, &self.challenge) {
+            (Unauthenticated::Token(rejection), Some((metadata, scopes))) => {
+                rejection.challenge(metadata, scopes)
+            }
+            _ => r#"Bearer realm="ramen", error="invalid_token""#.to_owned(),
+        }
+    }
+
+    pub fn auth_mode(&self) -> AuthMode {
+        self.source.auth.mode
+    }
+
+    /// What `caller` may use on this environment.
+    pub fn grant(&self, caller: &CallerId) -> Grant {
+        self.rules.grant(&caller.who())
+    }
+
+    /// Whether lists differ between callers (so a 2026-07-28 list is `private`).
+    pub fn has_rules(&self) -> bool {
+        !self.rules.is_empty()
     }
 
     /// The caller's address by the rule the edge and the REST API share

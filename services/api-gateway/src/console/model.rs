@@ -109,6 +109,21 @@ pub struct Environment {
     pub blocked: Vec<String>,
     pub last_deploy: Option<DeployResult>,
     pub deleting: bool,
+    pub auth: EnvironmentAuth,
+}
+
+/// How an environment's MCP clients authenticate (`auth` of the environment view).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct EnvironmentAuth {
+    pub mode: String,
+    pub inherited: bool,
+    pub issuers: Vec<String>,
+    pub scopes: Vec<String>,
+    pub rules: Vec<serde_json::Value>,
+    pub calls_per_second: u32,
+    pub resource: String,
+    pub metadata_url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -156,6 +156,8 @@ pub struct EnvironmentView {
     pub updated_at: Option<String>,
     /// True while its teardown runs after a delete.
     pub deleting: bool,
+    /// How its MCP clients authenticate and who may call what.
+    pub auth: super::environment_auth::McpAuthView,
 }
 
 pub fn job_state(state: JobState) -> String {
@@ -183,6 +185,7 @@ impl From<pb::Environment> for EnvironmentView {
             blocked: e.blocked,
             last_deploy,
             deleting: e.deleting,
+            auth: super::environment_auth::McpAuthView::from_wire(e.auth, e.auth_inherited),
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct NewEnvironmentBody {
     /// Packages (`pkg`) or tools (`pkg.tool`) hidden on every zone.
     #[serde(default)]
     pub blocked: Vec<String>,
+    /// How its MCP clients authenticate; absent = the platform default, no rules.
+    pub auth: Option<super::environment_auth::McpAuthBody>,
 }
 
 /// Absent fields are left as they are. `blocked` reaches the running nodes at once; the rest
@@ -128,6 +130,7 @@ async fn create_environment(
         zones: body.zones,
         verbose: body.verbose,
         blocked: body.blocked,
+        auth: body.auth.map(super::environment_auth::McpAuthBody::wire),
     };
     let env =
         gateway.clients().deployer.clone().create_environment(authed.call.request(request)).await?;
@@ -166,6 +169,7 @@ async fn update_environment(
         verbose: body.verbose,
         zones: body.zones.map(|values| StringList { values }),
         blocked: body.blocked.map(|values| StringList { values }),
+        auth: None,
     };
     let env =
         gateway.clients().deployer.clone().update_environment(authed.call.request(request)).await?;

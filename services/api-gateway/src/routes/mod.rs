@@ -14,6 +14,7 @@ mod bounds;
 mod config;
 mod dead_letters;
 mod deploy_views;
+mod environment_auth;
 mod environments;
 mod groups;
 mod info;
@@ -110,6 +111,7 @@ pub fn table() -> Vec<Route> {
     routes.extend(zones::routes());
     routes.extend(groups::routes());
     routes.extend(environments::routes());
+    routes.extend(environment_auth::routes());
     routes.extend(jobs::routes());
     routes.extend(job_events::routes());
     routes.extend(placements::routes());

@@ -119,6 +119,7 @@ impl Pipeline {
             key_id: format!("deploy-smoke-{}", self.run.job_id),
             sha256_hex: ramen_node_contract::key_hash(&self.smoke_key),
             expires_at_unix_ms: now_ms() + 6 * 3600 * 1000,
+            key_name: "deploy smoke test".into(),
         }
     }
 
@@ -150,7 +151,18 @@ impl Pipeline {
         );
         let config = zpb::NodeConfig {
             environment: self.env.name.clone(),
-            policy: Some(NodePolicy { blocked: self.env.blocked.clone(), ..NodePolicy::default() }),
+            policy: Some(NodePolicy {
+                blocked: self.env.blocked.clone(),
+                auth: Some(
+                    deployer
+                        .core
+                        .settings
+                        .mcp_auth
+                        .resolve(self.env.auth.as_ref(), group, &self.env.name)
+                        .0,
+                ),
+                ..NodePolicy::default()
+            }),
             secrets: secrets
                 .into_iter()
                 .map(|s| zpb::NodeSecret { name: s.name, value: s.value })

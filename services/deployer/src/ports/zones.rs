@@ -62,6 +62,7 @@ impl Zones {
         zone: &str,
         blocked: Option<Vec<String>>,
         keys: Option<Vec<ramen_proto::common::v1::KeyHash>>,
+        auth: Option<ramen_proto::common::v1::McpAuth>,
     ) -> Result<pb::Placement> {
         let request = pb::UpdateLivePolicyRequest {
             group: group.to_owned(),
@@ -69,6 +70,7 @@ impl Zones {
             blocked: blocked.map(|values| StringList { values }),
             key_hashes: keys.map(|keys| pb::KeyHashList { keys }),
             clear_deploy_keys: false,
+            auth,
         };
         Ok(self.0.update_live_policy(&deployer(), request).await?)
     }

@@ -2,7 +2,7 @@
 //! live blocked-list edits, and the Config settings.
 
 use ramen_proto::auth::v1 as apb;
-use ramen_proto::common::v1::StringList;
+use ramen_proto::common::v1::{CallRule, McpAuth, McpAuthMode, StringList};
 use ramen_proto::deployer::v1 as pb;
 use ramen_proto::events::v1::SettingsChanged;
 
@@ -129,6 +129,92 @@ async fn roles_listing_and_settings() {
             .into_inner()
             .blocked,
         env.blocked
+    );
+
+    // MCP authentication: the platform default until set; checked (each refusal naming the
+    // field, nothing stored lost); kept and answered resolved, with the resource URL.
+    let get = || pb::GetEnvironmentRequest { group: "alpha".into(), name: "prod".into() };
+    let env =
+        client.clone().get_environment(as_actor(&world.admin, get())).await.unwrap().into_inner();
+    let auth = env.auth.clone().unwrap();
+    assert!(env.auth_inherited, "no mode of its own yet");
+    assert_eq!(auth.mode(), McpAuthMode::Keys, "the platform default");
+    assert!(auth.resource.ends_with("/mcp/alpha/prod"), "{}", auth.resource);
+    let set = |auth: McpAuth| pb::UpdateEnvironmentRequest {
+        group: "alpha".into(),
+        name: "prod".into(),
+        auth: Some(auth),
+        ..Default::default()
+    };
+    let no_issuer = McpAuth { mode: McpAuthMode::Oauth as i32, ..Default::default() };
+    let err = client
+        .clone()
+        .update_environment(as_actor(&world.admin, set(no_issuer)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().contains("auth.issuers"), "{}", err.message());
+    let oauth = McpAuth {
+        mode: McpAuthMode::Both as i32,
+        issuers: vec!["https://idp.example.com/".into()],
+        scopes: vec!["mcp:tools".into()],
+        rules: vec![CallRule {
+            groups: vec![" payments ".into()],
+            allow: vec!["payments".into()],
+            ..Default::default()
+        }],
+        calls_per_second: 20,
+        resource: "https://evil.example.com/ignored".into(),
+    };
+    let env = client
+        .clone()
+        .update_environment(as_actor(&world.admin, set(oauth)))
+        .await
+        .unwrap()
+        .into_inner();
+    let auth = env.auth.clone().unwrap();
+    assert!(!env.auth_inherited);
+    assert_eq!(auth.mode(), McpAuthMode::Both);
+    assert_eq!(auth.issuers, ["https://idp.example.com"], "the trailing slash dropped");
+    assert_eq!(auth.rules[0].groups, ["payments"], "values trimmed");
+    assert_eq!(auth.calls_per_second, 20);
+    assert!(
+        auth.resource.ends_with("/mcp/alpha/prod"),
+        "the resource is the deployer's: {}",
+        auth.resource
+    );
+    assert_eq!(env.blocked, ["weather", "notes.add"], "the blocked list kept");
+    let bad_rule = McpAuth {
+        rules: vec![CallRule {
+            keys: vec!["ci".into()],
+            groups: vec!["g".into()],
+            allow: vec!["*".into()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let err =
+        client.clone().update_environment(as_actor(&world.admin, set(bad_rule))).await.unwrap_err();
+    assert!(err.message().contains("rule 0"), "{}", err.message());
+    let kept =
+        client.clone().get_environment(as_actor(&world.admin, get())).await.unwrap().into_inner();
+    assert_eq!(kept.auth, env.auth, "a refused change leaves the setting as it was");
+    let denied = client
+        .clone()
+        .update_environment(as_actor(&dev, set(McpAuth::default())))
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied, "a member cannot change it");
+    let back = McpAuth { mode: McpAuthMode::Unspecified as i32, ..Default::default() };
+    let env = client
+        .clone()
+        .update_environment(as_actor(&world.admin, set(back)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        env.auth_inherited && env.auth.unwrap().mode() == McpAuthMode::Keys,
+        "back to the default"
     );
 
     // Settings: super admins only; the private key is sealed, never returned. (The

@@ -175,6 +175,31 @@ pub enum EnvCmd {
         #[arg(long, short, env = "RAMEN_GROUP")]
         group: String,
     },
+    /// How the environment's MCP clients authenticate (MCP keys, OAuth 2.1 access tokens or
+    /// both) and who may call what. Without options: shows it. Options change only what they
+    /// name.
+    Auth {
+        name: String,
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        /// `keys`, `oauth`, `both`, or `default` (follow the platform default).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Authorization servers (issuer URLs) whose tokens count; replaces the list
+        /// (repeat or comma-separate; `--issuer ''` clears it: the platform's apply).
+        #[arg(long = "issuer", value_delimiter = ',')]
+        issuers: Option<Vec<String>>,
+        /// Scopes advertised, of which a token must hold one; replaces the list.
+        #[arg(long = "scope", value_delimiter = ',')]
+        scopes: Option<Vec<String>>,
+        /// The rules of who may call what: a JSON array of
+        /// `{"subjects","groups","scopes","keys","allow"}` from a file, or `-` for stdin.
+        #[arg(long)]
+        rules: Option<String>,
+        /// Calls per second per caller at the edge; 0 = unlimited.
+        #[arg(long)]
+        rate: Option<u32>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -407,7 +432,132 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
                 .await?;
             say(json, &format!("environment {name} deleted"));
         }
+        EnvCmd::Auth { name, group, mode, issuers, scopes, rules, rate } => {
+            let change = AuthChange { mode, issuers, scopes, rules, rate };
+            env_auth(api, &group, &name, change, json).await?;
+        }
     }
+    Ok(())
+}
+
+/// The options of `ramen env auth`: each `None` keeps what is set.
+struct AuthChange {
+    mode: Option<String>,
+    issuers: Option<Vec<String>>,
+    scopes: Option<Vec<String>>,
+    rules: Option<String>,
+    rate: Option<u32>,
+}
+
+async fn env_auth(
+    api: &mut Api,
+    group: &str,
+    name: &str,
+    change: AuthChange,
+    json: bool,
+) -> Outcome<()> {
+    let path = format!("/api/groups/{group}/environments/{name}");
+    let env = api.call(Method::GET, &path, None).await?;
+    let AuthChange { mode, issuers, scopes, rules, rate } = change;
+    let changing = mode.is_some()
+        || issuers.is_some()
+        || scopes.is_some()
+        || rules.is_some()
+        || rate.is_some();
+    let shown = if changing {
+        let current = &env["auth"];
+        // The environment's own setting: what it shows as inherited from the platform is not
+        // written back as its own.
+        let inherited = current["inherited"].as_bool().unwrap_or(false);
+        let mode = match mode.as_deref() {
+            Some("default") => serde_json::Value::Null,
+            Some(mode @ ("keys" | "oauth" | "both")) => json!(mode),
+            Some(other) => {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    format!("--mode {other:?} is not one of keys, oauth, both, default"),
+                ));
+            }
+            None if inherited => serde_json::Value::Null,
+            None => current["mode"].clone(),
+        };
+        let list = |given: Option<Vec<String>>, key: &str| -> serde_json::Value {
+            match given {
+                Some(values) => {
+                    json!(values.into_iter().filter(|v| !v.trim().is_empty()).collect::<Vec<_>>())
+                }
+                None => current[key].clone(),
+            }
+        };
+        let rules = match rules {
+            None => current["rules"].clone(),
+            Some(file) => {
+                let text = if file == "-" {
+                    std::io::read_to_string(std::io::stdin())
+                } else {
+                    std::fs::read_to_string(&file)
+                };
+                let text = text.map_err(|e| Failure::new(exit::USAGE, format!("{file}: {e}")))?;
+                serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .filter(serde_json::Value::is_array)
+                    .ok_or_else(|| {
+                        Failure::new(exit::USAGE, format!("{file} is not a JSON array of rules"))
+                    })?
+            }
+        };
+        let body = json!({
+            "mode": mode,
+            "issuers": list(issuers, "issuers"),
+            "scopes": list(scopes, "scopes"),
+            "rules": rules,
+            "calls_per_second": rate.map_or_else(|| current["calls_per_second"].clone(), |r| json!(r)),
+        });
+        api.call(Method::PUT, &format!("{path}/auth"), Some(&body)).await?["auth"].clone()
+    } else {
+        env["auth"].clone()
+    };
+    if json {
+        print(&shown, true, &[]);
+        return Ok(());
+    }
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+            .collect::<Vec<_>>()
+            .join(", "),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mode = if shown["inherited"].as_bool().unwrap_or(false) {
+        format!("{} (platform default)", text(&shown["mode"]))
+    } else {
+        text(&shown["mode"])
+    };
+    let rules = shown["rules"].as_array().cloned().unwrap_or_default();
+    let rows = [
+        ("mode", mode),
+        ("resource", text(&shown["resource"])),
+        ("metadata", text(&shown["metadata_url"])),
+        ("issuers", text(&shown["issuers"])),
+        ("scopes", text(&shown["scopes"])),
+        ("calls/s per caller", text(&shown["calls_per_second"])),
+        ("rules", rules.len().to_string()),
+    ];
+    let mut table: Vec<serde_json::Value> =
+        rows.iter().map(|(k, v)| json!({"setting": k, "value": v})).collect();
+    for (n, rule) in rules.iter().enumerate() {
+        let who: Vec<String> = ["subjects", "groups", "scopes", "keys"]
+            .iter()
+            .filter(|k| rule[**k].as_array().is_some_and(|a| !a.is_empty()))
+            .map(|k| format!("{k}: {}", text(&rule[*k])))
+            .collect();
+        let who = if who.is_empty() { "everyone".to_owned() } else { who.join("; ") };
+        table.push(json!({"setting": format!("rule {n}"), "value": format!("{who} → {}", text(&rule["allow"]))}));
+    }
+    print(&serde_json::Value::Array(table), false, &["setting", "value"]);
     Ok(())
 }
 

@@ -65,6 +65,7 @@ impl Harness {
             key_id: "k1".into(),
             sha256_hex: ramen_node_contract::key_hash(KEY),
             expires_at_unix_ms: 0,
+            key_name: String::new(),
         };
         // A deploy's own key (auth's keys are the zone-manager's to ask for; there are none).
         let node = pb::NodeConfig {

@@ -64,6 +64,8 @@ pub struct RuntimeRequest {
     pub meta: Option<String>,
     /// Who the client is (see `Session::client`; for a stateless request, its `_meta`).
     pub client: String,
+    /// Who is calling (`CallerId::frame`): never the key or token.
+    pub caller: Option<String>,
     /// A 2026-07-28 retry's `{"inputResponses", "requestState"}` (multi-round-trip).
     pub input: Option<String>,
 }
@@ -101,6 +103,10 @@ impl RuntimeRequest {
         }
         out.push_str(r#","client":"#);
         out.push_str(&self.client);
+        if let Some(caller) = &self.caller {
+            out.push_str(r#","caller":"#);
+            out.push_str(caller);
+        }
         if let Some(input) = &self.input {
             out.push_str(r#","input":"#);
             out.push_str(input);

@@ -28,6 +28,7 @@ use super::methods;
 use super::modern;
 use super::session::{LATEST_VERSION, SUPPORTED_VERSIONS, Session};
 use crate::node::Node;
+use crate::policy::{CallerId, Unauthenticated};
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -61,9 +62,10 @@ fn http_error(status: StatusCode, code: i64, message: &str) -> Response {
     json_response(status, jsonrpc::error(None, code, message, None))
 }
 
-/// Origin, source address and key — checked before anything is read or looked up, so a
-/// refused caller learns nothing about sessions or keys.
-fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Response> {
+/// Origin, source address and who is calling (an MCP key or an OAuth access token) — checked
+/// before anything is read or looked up, so a refused caller learns nothing about sessions or
+/// keys. The token itself goes no further than this: the caller's claims do.
+async fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<CallerId, Response> {
     let policy = node.policy();
     let header_str = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     if !policy.origin_ok(header_str(header::ORIGIN), header_str(header::HOST)) {
@@ -79,19 +81,42 @@ fn admit(node: &Node, headers: &HeaderMap, peer: SocketAddr) -> Result<(), Respo
             &format!("source address {client} is not allowed"),
         ));
     }
-    if !policy.key_ok(header_str(header::AUTHORIZATION)) {
-        let mut response = http_error(
-            StatusCode::UNAUTHORIZED,
-            INVALID_REQUEST,
-            "a valid MCP key is required (Authorization: Bearer <key>)",
-        );
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(r#"Bearer realm="ramen", error="invalid_token""#),
-        );
-        return Err(response);
+    match policy.authenticate(header_str(header::AUTHORIZATION)).await {
+        Ok(caller) => Ok(caller),
+        Err(refusal) => Err(unauthenticated(&policy, &refusal)),
     }
-    Ok(())
+}
+
+/// 401 (or 403 for a token without the scope) with the challenge that says what to present.
+fn unauthenticated(policy: &crate::policy::Policy, refusal: &Unauthenticated) -> Response {
+    let (status, message) = match refusal {
+        Unauthenticated::Key => (
+            StatusCode::UNAUTHORIZED,
+            "a valid MCP key is required (Authorization: Bearer <key>)".to_owned(),
+        ),
+        Unauthenticated::Token(rejection) => {
+            if let ramen_oauth_resource::Rejection::Invalid(why) = rejection {
+                tracing::debug!(%why, "access token refused");
+            }
+            let status =
+                StatusCode::from_u16(rejection.status()).unwrap_or(StatusCode::UNAUTHORIZED);
+            let message = match rejection {
+                ramen_oauth_resource::Rejection::InsufficientScope(_) => {
+                    "the access token lacks the scope this environment requires"
+                }
+                _ if policy.auth_mode().keys() => {
+                    "a valid MCP key or OAuth access token for this environment is required"
+                }
+                _ => "a valid OAuth access token for this environment is required",
+            };
+            (status, message.to_owned())
+        }
+    };
+    let mut response = http_error(status, INVALID_REQUEST, &message);
+    if let Ok(value) = HeaderValue::from_str(&policy.challenge(refusal)) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
 }
 
 /// A session-era request with an `MCP-Protocol-Version` this node does not speak: 400.
@@ -133,8 +158,10 @@ fn method_not_allowed() -> Response {
     response
 }
 
-/// The session named by `Mcp-Session-Id`: 400 when absent, 404 when unknown or ended.
-fn session(node: &Node, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+/// The session named by `Mcp-Session-Id`: 400 when absent, 404 when unknown, ended, or
+/// opened by another caller (a session is bound to who opened it: a leaked session id is
+/// worth nothing to anyone else).
+fn session(node: &Node, headers: &HeaderMap, caller: &CallerId) -> Result<Arc<Session>, Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Err(http_error(
             StatusCode::BAD_REQUEST,
@@ -142,7 +169,7 @@ fn session(node: &Node, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
             "Mcp-Session-Id header is required; send initialize first",
         ));
     };
-    node.sessions.get(id).ok_or_else(|| {
+    node.sessions.get(id).filter(|s| s.owner == caller.owner()).ok_or_else(|| {
         http_error(
             StatusCode::NOT_FOUND,
             INVALID_REQUEST,
@@ -172,9 +199,10 @@ async fn post_mcp(
     body: Body,
 ) -> Response {
     let limit = node.settings.max_body_bytes;
-    if let Err(refused) = admit(&node, &headers, peer) {
-        return refuse_unread(body, limit, refused).await;
-    }
+    let caller = match admit(&node, &headers, peer).await {
+        Ok(caller) => caller,
+        Err(refused) => return refuse_unread(body, limit, refused).await,
+    };
     let accepts = accepts(&headers);
     if !accepts.json && !accepts.sse {
         let refused = http_error(
@@ -226,7 +254,7 @@ async fn post_mcp(
         Incoming::Response { .. } => ("", None),
     };
     if !method.is_empty() && modern::is_modern(&headers, method, params) {
-        return modern::handle(&node, &headers, message, accepts).await;
+        return modern::handle(&node, &headers, message, accepts, &caller).await;
     }
     if let Some(refused) = legacy_version_refused(&headers) {
         return refused;
@@ -234,11 +262,9 @@ async fn post_mcp(
     if let Incoming::Request { id, method, params } = &message
         && method == "initialize"
     {
-        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let owner = node.policy().session_owner(authorization);
-        return initialize(&node, id.get(), *params, &owner);
+        return initialize(&node, id.get(), *params, &caller.owner());
     }
-    let session = match session(&node, &headers) {
+    let session = match session(&node, &headers, &caller) {
         Ok(session) => session,
         Err(refused) => return refused,
     };
@@ -258,7 +284,7 @@ async fn post_mcp(
             // A child of the caller's trace (the edge forwards its `traceparent`).
             ramen_telemetry::extract_http(&span, &headers);
             let reply = tracing::Instrument::instrument(
-                methods::dispatch(&node, &session, id, &method, params, accepts),
+                methods::dispatch(&node, &session, &caller, id, &method, params, accepts),
                 span,
             )
             .await;
@@ -424,9 +450,10 @@ async fn get_mcp(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(&node, &headers, peer) {
-        return refused;
-    }
+    let caller = match admit(&node, &headers, peer).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     if modern_header(&headers) && !headers.contains_key(SESSION_HEADER) {
         return method_not_allowed();
     }
@@ -440,7 +467,7 @@ async fn get_mcp(
             "GET opens an event stream: Accept must include text/event-stream",
         );
     }
-    let session = match session(&node, &headers) {
+    let session = match session(&node, &headers, &caller) {
         Ok(session) => session,
         Err(refused) => return refused,
     };
@@ -479,16 +506,17 @@ async fn delete_mcp(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(&node, &headers, peer) {
-        return refused;
-    }
+    let caller = match admit(&node, &headers, peer).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     if modern_header(&headers) && !headers.contains_key(SESSION_HEADER) {
         return method_not_allowed();
     }
     if let Some(refused) = legacy_version_refused(&headers) {
         return refused;
     }
-    let session = match session(&node, &headers) {
+    let session = match session(&node, &headers, &caller) {
         Ok(session) => session,
         Err(refused) => return refused,
     };

@@ -20,11 +20,13 @@ use super::session::{Session, log_level_rank};
 use super::utilities;
 use crate::catalog::Kind;
 use crate::node::Node;
+use crate::policy::CallerId;
 
 /// Answers one request of an initialized session.
 pub async fn dispatch(
     node: &Arc<Node>,
     session: &Arc<Session>,
+    caller: &CallerId,
     id: &RawValue,
     method: &str,
     params: Option<&RawValue>,
@@ -34,17 +36,18 @@ pub async fn dispatch(
     let id_text = id.get();
     let (reply, package, outcome) = match method {
         "ping" => (Reply::json(jsonrpc::result(id_text, "{}")), String::new(), "ok"),
-        "tools/list" => list(node, id_text, params, Kind::Tools, "tools"),
-        "prompts/list" => list(node, id_text, params, Kind::Prompts, "prompts"),
-        "resources/list" => list(node, id_text, params, Kind::Resources, "resources"),
+        "tools/list" => list(node, caller, id_text, params, Kind::Tools, "tools"),
+        "prompts/list" => list(node, caller, id_text, params, Kind::Prompts, "prompts"),
+        "resources/list" => list(node, caller, id_text, params, Kind::Resources, "resources"),
         "resources/templates/list" => {
-            list(node, id_text, params, Kind::ResourceTemplates, "resourceTemplates")
+            list(node, caller, id_text, params, Kind::ResourceTemplates, "resourceTemplates")
         }
         "logging/setLevel" => set_level(session, id_text, params),
         "completion/complete" => utilities::complete(id_text, params),
         "resources/subscribe" | "resources/unsubscribe" => utilities::subscription(id_text, params),
         "tools/call" | "resources/read" | "prompts/get" => {
-            return runtime_bound(node, session, id, method, params, accepts, started).await;
+            let request = (id, method, params);
+            return runtime_bound(node, session, caller, request, accepts, started).await;
         }
         _ => (
             Reply::error(id_text, METHOD_NOT_FOUND, &format!("method not found: {method}")),
@@ -58,6 +61,7 @@ pub async fn dispatch(
 
 fn list(
     node: &Node,
+    caller: &CallerId,
     id: &str,
     params: Option<&RawValue>,
     kind: Kind,
@@ -70,7 +74,7 @@ fn list(
     }
     let params: Params =
         params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
-    match list_page(node, params.cursor.as_deref(), kind, field) {
+    match list_page(node, caller, params.cursor.as_deref(), kind, field) {
         Ok(page) => {
             let result = serde_json::to_string(&page.body).unwrap_or_else(|_| "{}".into());
             (Reply::json(jsonrpc::result(id, &result)), String::new(), "ok")
@@ -83,12 +87,14 @@ fn list(
 pub(crate) struct Page {
     /// `{<field>: [...], "nextCursor"?}`.
     pub body: Map<String, Value>,
-    /// Whether the policy hides part of this list (the answer is this environment's view).
+    /// Whether the answer is not the packages' whole list, or may differ between callers (the
+    /// environment has rules): this environment's or this caller's view, not one to share.
     pub filtered: bool,
 }
 
 pub(crate) fn list_page(
     node: &Node,
+    caller: &CallerId,
     cursor: Option<&str>,
     kind: Kind,
     field: &str,
@@ -101,8 +107,10 @@ pub(crate) fn list_page(
     let catalog = node.catalog();
     let policy = node.policy();
     let page = node.settings.page_size;
-    let filtered = catalog.visible(kind, &policy).count() < catalog.count(kind);
-    let mut visible = catalog.visible(kind, &policy).skip(offset);
+    let grant = policy.grant(caller);
+    let filtered =
+        policy.has_rules() || catalog.visible(kind, &policy, &grant).count() < catalog.count(kind);
+    let mut visible = catalog.visible(kind, &policy, &grant).skip(offset);
     let items: Vec<&Value> = visible.by_ref().take(page).collect();
     let mut body = Map::new();
     body.insert(field.to_owned(), json!(items));
@@ -166,9 +174,8 @@ struct Meta {
 async fn runtime_bound(
     node: &Arc<Node>,
     session: &Arc<Session>,
-    id: &RawValue,
-    method: &str,
-    params: Option<&RawValue>,
+    caller: &CallerId,
+    (id, method, params): (&RawValue, &str, Option<&RawValue>),
     accepts: Accepts,
     started: Instant,
 ) -> Reply {
@@ -196,6 +203,7 @@ async fn runtime_bound(
             .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
             .and_then(|m| m.progress_token),
         client: session.client.clone(),
+        caller,
         input: None,
     };
     call_runtime(node, Scope::Session(session.clone()), id, method, call, accepts, started, |_| {
@@ -211,6 +219,8 @@ pub(crate) struct Target<'a> {
     pub meta: Option<&'a RawValue>,
     pub progress_token: Option<Box<RawValue>>,
     pub client: String,
+    /// Who is calling: what it may use, and what the tool is told of it.
+    pub caller: &'a CallerId,
     pub input: Option<String>,
 }
 
@@ -241,6 +251,21 @@ pub(crate) async fn call_runtime(
         "tools/call" => policy.tool_hidden(p, target),
         _ => policy.package_hidden(p),
     });
+    let grant = policy.grant(call.caller);
+    let refused = !hidden
+        && package.is_some_and(|p| match method {
+            "resources/read" => !grant.package(p),
+            _ => !grant.name(p, target),
+        });
+    if refused {
+        node.metrics.record(
+            method,
+            package.unwrap_or_default(),
+            "refused",
+            started.elapsed().as_secs_f64(),
+        );
+        return Reply::error(id_text, METHOD_NOT_FOUND, &not_allowed_message(method, target));
+    }
     if hidden {
         node.metrics.blocked_calls.inc();
         node.metrics.record(
@@ -272,6 +297,7 @@ pub(crate) async fn call_runtime(
         progress_token: call.progress_token,
         meta: call.meta.map(|m| m.get().to_owned()),
         client: call.client,
+        caller: call.caller.frame(),
         input: call.input,
     };
     calls::run(
@@ -285,6 +311,17 @@ pub(crate) async fn call_runtime(
         started,
     )
     .await
+}
+
+/// The answer to a target the caller may not use (-32601, as for a blocked one: to this caller
+/// it does not exist), the same from node and edge.
+pub fn not_allowed_message(method: &str, target: &str) -> String {
+    let what = match method {
+        "resources/read" => "resource",
+        "prompts/get" => "prompt",
+        _ => "tool",
+    };
+    format!("{what} `{target}` is not available to this caller on this environment")
 }
 
 /// The answer to a blocked target (-32601, the product's rule), the same from node and edge.

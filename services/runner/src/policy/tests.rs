@@ -132,3 +132,57 @@ fn bad_entries_are_named() {
     .unwrap_err();
     assert_eq!(err, PolicyError::BadKeyHash("abc".into()));
 }
+
+#[tokio::test]
+async fn a_key_caller_is_known_by_id_and_name_and_rules_decide_what_it_may_use() {
+    let p = policy(PolicyConfig {
+        require_key: true,
+        key_hashes: vec![
+            ramen_node_contract::NodeKey::new(hash_key("rk_ci"), 0).named("k_1", "ci-bot"),
+            ramen_node_contract::NodeKey::new(hash_key("rk_other"), 0).named("k_2", "other"),
+        ],
+        auth: ramen_node_contract::NodeAuth {
+            rules: vec![ramen_call_rules::Rule {
+                keys: vec!["ci-bot".into()],
+                allow: vec!["weather".into()],
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let ci = p.authenticate(Some("Bearer rk_ci")).await.unwrap();
+    assert!(matches!(&ci, CallerId::Key { id, name, .. } if id == "k_1" && name == "ci-bot"));
+    let frame: serde_json::Value = serde_json::from_str(&ci.frame().unwrap()).unwrap();
+    assert_eq!(frame, serde_json::json!({"kind": "key", "key_id": "k_1", "key_name": "ci-bot"}));
+    assert!(!ci.frame().unwrap().contains("rk_ci"), "never the key");
+    assert!(p.grant(&ci).name("weather", "weather.forecast"));
+    assert!(!p.grant(&ci).name("notes", "notes.add"));
+    let other = p.authenticate(Some("Bearer rk_other")).await.unwrap();
+    assert!(p.grant(&other).is_nothing(), "a key no rule names may use nothing");
+    assert_ne!(ci.owner(), other.owner(), "each key owns its own sessions");
+    assert!(p.has_rules());
+
+    let refused = p.authenticate(Some("Bearer rk_unknown")).await.unwrap_err();
+    assert!(matches!(refused, Unauthenticated::Key), "keys only: the key refusal");
+    assert_eq!(p.challenge(&refused), r#"Bearer realm="ramen", error="invalid_token""#);
+}
+
+#[tokio::test]
+async fn an_oauth_environment_challenges_with_its_metadata_and_refuses_without_an_issuer() {
+    let auth = ramen_node_contract::NodeAuth {
+        mode: ramen_call_rules::AuthMode::Oauth,
+        resource: "https://mcp.example.com/mcp/g/prod".into(),
+        scopes: vec!["mcp:tools".into()],
+        ..Default::default()
+    };
+    let p = policy(PolicyConfig { require_key: true, auth, ..Default::default() });
+    let missing = p.authenticate(None).await.unwrap_err();
+    assert_eq!(
+        p.challenge(&missing),
+        r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp/g/prod", scope="mcp:tools""#
+    );
+    // No issuer configured: every token is refused, as invalid (fail closed).
+    let refused = p.authenticate(Some("Bearer eyJhbGciOiJSUzI1NiJ9.e30.x")).await.unwrap_err();
+    assert!(p.challenge(&refused).contains(r#"error="invalid_token""#));
+}

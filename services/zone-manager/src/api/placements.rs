@@ -113,6 +113,7 @@ impl ZoneApi {
                 blocked: Some(policy.blocked),
                 key_hashes: None,
                 deploy_keys: Some(config.deploy_keys.clone()),
+                auth: policy.auth,
             };
             let template = conv::template(config)?;
             self.manager.write_config(&caller, &r.group, &r.zone, template, live).await
@@ -138,6 +139,7 @@ impl ZoneApi {
             blocked: r.blocked.map(|b| b.values),
             key_hashes: r.key_hashes.map(|k| k.keys),
             deploy_keys: r.clear_deploy_keys.then(Vec::new),
+            auth: r.auth,
         };
         let result = self.manager.update_live_policy(&caller, &r.group, &r.zone, live).await;
         let placement = self

@@ -17,6 +17,7 @@ pub struct LivePolicy {
     pub blocked: Option<Vec<String>>,
     pub key_hashes: Option<Vec<KeyHash>>,
     pub deploy_keys: Option<Vec<KeyHash>>,
+    pub auth: Option<ramen_proto::common::v1::McpAuth>,
 }
 
 /// What `SetIpRules` did.
@@ -223,5 +224,8 @@ fn apply_live(placement: &mut PlacementRecord, live: &LivePolicy) {
     }
     if let Some(keys) = &live.deploy_keys {
         placement.deploy_keys = normalised(keys);
+    }
+    if let Some(auth) = &live.auth {
+        placement.auth = Some(auth.clone());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use ramen_proto::common::v1::KeyHash;
+use ramen_proto::common::v1::{KeyHash, McpAuth};
 use serde::{Deserialize, Serialize};
 
 use super::{PlacementPhase, ProviderKind, SizeClass, TrackKind};
@@ -40,6 +40,9 @@ pub struct PlacementRecord {
     /// Keys of the deploy in progress (its smoke key), accepted beside auth's until cleared.
     #[serde(default)]
     pub deploy_keys: Vec<KeyHash>,
+    /// The environment's MCP authentication, as the deployer resolved it (unset: keys only).
+    #[serde(default)]
+    pub auth: Option<McpAuth>,
     pub status: PlacementPhase,
     pub status_message: String,
     /// Environment and commit of the last config written (what the next restart loads).
@@ -76,6 +79,7 @@ impl Default for PlacementRecord {
             blocked: Vec::new(),
             key_hashes: Vec::new(),
             deploy_keys: Vec::new(),
+            auth: None,
             status: PlacementPhase::Pending,
             status_message: String::new(),
             environment: String::new(),

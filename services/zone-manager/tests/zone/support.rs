@@ -40,6 +40,7 @@ pub fn key_hash(key: &str) -> common::KeyHash {
         key_id: "k1".into(),
         sha256_hex: ramen_node_contract::key_hash(key),
         expires_at_unix_ms: 0,
+        key_name: String::new(),
     }
 }
 

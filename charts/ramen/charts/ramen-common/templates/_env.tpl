@@ -48,6 +48,11 @@ Numbers go through int64 so large ones never render in exponent form.
 {{- fail "global.config.redis.masterName is required with global.config.redis.sentinelAddrs: the name of the master the Sentinels monitor" -}}
 {{- end -}}
 {{- with $c.redis.timeout }}{{ $_ := set $env "RAMEN_REDIS__TIMEOUT" (toString .) }}{{ end -}}
+{{- with $c.mcpAuth -}}
+{{- range $key, $var := dict "publicUrl" "RAMEN_MCP_AUTH__PUBLIC_URL" "defaultMode" "RAMEN_MCP_AUTH__DEFAULT_MODE" "issuers" "RAMEN_MCP_AUTH__ISSUERS" "scopes" "RAMEN_MCP_AUTH__SCOPES" -}}
+{{- with index $.Values.global.config.mcpAuth $key }}{{ $_ := set $env $var (tpl (toString .) $) }}{{ end -}}
+{{- end -}}
+{{- end -}}
 {{- $_ := set $env "RAMEN_DRAIN__MODE" (include "ramen.drainMode" .) -}}
 {{- $_ := set $env "RAMEN_DRAIN__TIMEOUT" (printf "%ss" (include "ramen.drainTimeoutSeconds" .)) -}}
 {{- $_ := set $env "OTEL_SERVICE_NAME" (printf "ramen-%s" .Chart.Name) -}}

@@ -72,6 +72,7 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                     }
                 } }
                 div { dt { "Blocked" } dd { (blocked(env, &path, manage)) } }
+                div { dt { "Sign-in" } dd { (sign_in(env)) } }
             }
             @if manage && !env.deleting {
                 details.edit {
@@ -84,10 +85,63 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                         (form_error())
                         div.actions { button.primary type="submit" { "Save" } }
                     }
+                }
+                details.edit {
+                    summary { "MCP sign-in and who may call what" }
+                    (auth_form(env, &path))
                     (action_button("DELETE", &path, "Delete environment", "danger",
                         Some(&format!("Delete environment {}? Its zones' deployments for the group are torn down.", env.name))))
                 }
             }
+        }
+    }
+}
+
+/// The mode (and whether it is the platform's), the authorization servers, scopes, rules and
+/// rate, and where clients read the resource metadata.
+fn sign_in(env: &Environment) -> Markup {
+    let auth = &env.auth;
+    let mode = match auth.mode.as_str() {
+        "oauth" => "OAuth 2.1 tokens",
+        "both" => "MCP keys or OAuth 2.1 tokens",
+        _ => "MCP keys",
+    };
+    html! {
+        span.auth-mode data-mode=(auth.mode) { (mode) }
+        @if auth.inherited { " " span.muted { "(platform default)" } }
+        @if auth.mode != "keys" {
+            div.small { "Issuers: " (list_or(&auth.issuers, "none: no token can be accepted")) }
+            div.small { "Scopes: " (list_or(&auth.scopes, "any")) }
+            @if let Some(url) = &auth.metadata_url { div.small { "Metadata: " code { (url) } } }
+        }
+        div.small {
+            @if auth.rules.is_empty() { "Every authenticated caller may use every tool." }
+            @else { (auth.rules.len()) " rule(s) decide who may use what." }
+            @if auth.calls_per_second > 0 { " At most " (auth.calls_per_second) " calls per second per caller." }
+        }
+    }
+}
+
+/// Sets the whole auth setting (`PUT …/auth`).
+fn auth_form(env: &Environment, path: &str) -> Markup {
+    let auth = &env.auth;
+    let mode = if auth.inherited { "" } else { auth.mode.as_str() };
+    html! {
+        form.grid data-api=(format!("{path}/auth")) data-method="PUT" {
+            label { "Clients authenticate with"
+                select name="mode" data-optional {
+                    option value="" selected[mode.is_empty()] { "the platform default" }
+                    option value="keys" selected[mode == "keys"] { "MCP keys" }
+                    option value="oauth" selected[mode == "oauth"] { "OAuth 2.1 access tokens" }
+                    option value="both" selected[mode == "both"] { "either" }
+                }
+            }
+            label { "Issuers (authorization servers)" textarea name="issuers" data-kind="list" rows="2" { (auth.issuers.join("\n")) } small.hint { "One issuer URL per line; empty: the platform's." } }
+            label { "Scopes" textarea name="scopes" data-kind="list" rows="1" { (auth.scopes.join("\n")) } small.hint { "A token must hold one of them; empty: the platform's (or any)." } }
+            label { "Rules (JSON)" textarea name="rules" data-kind="json" rows="4" { (json(&auth.rules)) } small.hint { "A list of " code { "{\"groups\": [\"payments\"], \"allow\": [\"payments\"]}" } ": a caller matching every condition set (subjects, groups, scopes, or keys by name or id) may use the packages or tools it allows; " code { "[]" } ": everyone may use everything." } }
+            label { "Calls per second per caller" input name="calls_per_second" data-kind="int" type="number" min="0" value=(auth.calls_per_second); small.hint { "0: unlimited." } }
+            (form_error())
+            div.actions { button.primary type="submit" { "Save sign-in" } }
         }
     }
 }

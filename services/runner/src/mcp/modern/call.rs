@@ -18,10 +18,12 @@ use crate::mcp::http::{into_response, json_response};
 use crate::mcp::jsonrpc::{self, INVALID_PARAMS, OVERLOADED};
 use crate::mcp::methods::{self, Target};
 use crate::node::Node;
+use crate::policy::CallerId;
 
 /// A validated runtime-bound request.
 pub struct Request<'r, 'a> {
     pub headers: &'r HeaderMap,
+    pub caller: &'r CallerId,
     pub id: &'r RawValue,
     pub method: &'r str,
     pub params: &'r Params<'a>,
@@ -53,7 +55,7 @@ pub async fn runtime_bound(
     accepts: Accepts,
     started: Instant,
 ) -> Response {
-    let Request { headers, id, method, params, envelope } = request;
+    let Request { headers, caller, id, method, params, envelope } = request;
     let target = match method {
         "resources/read" => params.uri.as_deref(),
         _ => params.name.as_deref(),
@@ -63,10 +65,10 @@ pub async fn runtime_bound(
         log_level: envelope.log_level,
         capabilities: envelope.capabilities.get().to_owned(),
         target: target.to_owned(),
-        principal: principal(headers),
+        principal: caller.owner(),
     }));
     if let Some(state) = params.request_state.as_deref() {
-        match node.parked.take(state, method, target, &principal(headers)) {
+        match node.parked.take(state, method, target, &caller.owner()) {
             Ok(waiting) => {
                 let answers = params.input_responses;
                 let progress = envelope.progress_token.clone();
@@ -88,6 +90,7 @@ pub async fn runtime_bound(
         meta: Some(envelope.meta),
         progress_token: envelope.progress_token.clone(),
         client: envelope.client_json(),
+        caller,
         input: input_json(params),
     };
     let check = |catalog: &crate::catalog::Catalog| {
@@ -104,14 +107,6 @@ pub async fn runtime_bound(
     };
     let reply = methods::call_runtime(node, scope, id, method, call, accepts, started, check).await;
     into_response(reply)
-}
-
-/// Who sent a request, for binding a waiting call to its client: a digest of the
-/// `Authorization` header (the MCP key), never the key itself.
-fn principal(headers: &HeaderMap) -> String {
-    use sha2::Digest;
-    let auth = headers.get(axum::http::header::AUTHORIZATION).map_or(&b""[..], |v| v.as_bytes());
-    hex::encode(sha2::Sha256::digest(auth))
 }
 
 /// A retry of a call that waits for its client: hand the tool the answer and go on. Without

@@ -32,6 +32,7 @@ use super::session::SUPPORTED_VERSIONS;
 use super::utilities;
 use crate::catalog::Kind;
 use crate::node::Node;
+use crate::policy::CallerId;
 
 pub use envelope::is_modern;
 
@@ -41,6 +42,7 @@ pub async fn handle(
     headers: &HeaderMap,
     message: Incoming<'_>,
     accepts: Accepts,
+    caller: &CallerId,
 ) -> Response {
     match message {
         // No client notification is defined on this transport; accepting one is harmless.
@@ -56,7 +58,7 @@ pub async fn handle(
         Incoming::Request { id, method, params } => {
             let span = tracing::info_span!("mcp.request", method = &*method, era = "2026-07-28");
             tracing::Instrument::instrument(
-                request(node, headers, id, &method, params, accepts),
+                request(node, headers, caller, (id, &method, params), accepts),
                 span,
             )
             .await
@@ -67,9 +69,8 @@ pub async fn handle(
 async fn request(
     node: &Arc<Node>,
     headers: &HeaderMap,
-    id: &RawValue,
-    method: &str,
-    params: Option<&RawValue>,
+    caller: &CallerId,
+    (id, method, params): (&RawValue, &str, Option<&RawValue>),
     accepts: Accepts,
 ) -> Response {
     let started = Instant::now();
@@ -105,18 +106,18 @@ async fn request(
     let answer = |result: String| json_response(StatusCode::OK, jsonrpc::result(id_text, &result));
     let response = match method {
         "server/discover" => answer(discover(node)),
-        "tools/list" => list(node, id_text, &parsed, Kind::Tools, "tools"),
-        "prompts/list" => list(node, id_text, &parsed, Kind::Prompts, "prompts"),
-        "resources/list" => list(node, id_text, &parsed, Kind::Resources, "resources"),
+        "tools/list" => list(node, caller, id_text, &parsed, Kind::Tools, "tools"),
+        "prompts/list" => list(node, caller, id_text, &parsed, Kind::Prompts, "prompts"),
+        "resources/list" => list(node, caller, id_text, &parsed, Kind::Resources, "resources"),
         "resources/templates/list" => {
-            list(node, id_text, &parsed, Kind::ResourceTemplates, "resourceTemplates")
+            list(node, caller, id_text, &parsed, Kind::ResourceTemplates, "resourceTemplates")
         }
         "completion/complete" => match utilities::completion(params) {
             Ok(result) => answer(inject(result, r#""resultType":"complete""#)),
             Err(message) => into_response(Reply::error(id_text, INVALID_PARAMS, message)),
         },
         "tools/call" | "resources/read" | "prompts/get" => {
-            let request = call::Request { headers, id, method, params: &parsed, envelope };
+            let request = call::Request { headers, caller, id, method, params: &parsed, envelope };
             return call::runtime_bound(node, request, accepts, started).await;
         }
         "subscriptions/listen" => return listen::open(node, id, &parsed, accepts),
@@ -193,10 +194,18 @@ fn discover(node: &Node) -> String {
 
 /// A list page with the cache hints 2026-07-28 requires: fresh for `list_ttl` (a change
 /// within it is announced on `subscriptions/listen`), `public` while the list is what the
-/// packages serve, `private` once the blocked or disabled lists hide part of it — the
-/// answer is then this environment's filtered view, not something to share.
-fn list(node: &Node, id: &str, params: &Params, kind: Kind, field: &str) -> Response {
-    match methods::list_page(node, params.cursor.as_deref(), kind, field) {
+/// packages serve, `private` once the blocked or disabled lists hide part of it or the
+/// environment has rules of who may call what — the answer is then this environment's or this
+/// caller's view, not something to share.
+fn list(
+    node: &Node,
+    caller: &CallerId,
+    id: &str,
+    params: &Params,
+    kind: Kind,
+    field: &str,
+) -> Response {
+    match methods::list_page(node, caller, params.cursor.as_deref(), kind, field) {
         Ok(mut page) => {
             page.body.insert("resultType".into(), json!("complete"));
             page.body.insert("ttlMs".into(), json!(node.settings.list_ttl.as_millis() as u64));
