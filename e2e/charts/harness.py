@@ -15,7 +15,7 @@ NAMESPACE = "ramen"
 # The bundled third-party charts (values-dev.yaml): their repositories are not reachable here.
 BUNDLED = ("mongodb", "nats", "minio", "valkey")
 # Kinds from CRDs, which kubernetes-validate has no schema for (checked by assertions instead).
-CRD_KINDS = {"PodMonitor", "ScaledObject"}
+CRD_KINDS = {"PodMonitor", "PrometheusRule", "ScaledObject"}
 
 
 class Failure(Exception):

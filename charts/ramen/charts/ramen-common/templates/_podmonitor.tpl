@@ -15,6 +15,10 @@ spec:
   selector:
     matchLabels:
       {{- include "ramen.selectorLabels" . | nindent 6 }}
+  # Every series scraped carries app_kubernetes_io_part_of="ramen": the alert rules pick
+  # ramen's pods out of `up` and kube-state-metrics by it.
+  podTargetLabels:
+    - app.kubernetes.io/part-of
   podMetricsEndpoints:
     - port: admin
       path: /metrics
