@@ -68,7 +68,9 @@ def dashboard_queries(root: pathlib.Path) -> list[tuple[str, str]]:
 def panels(root: pathlib.Path) -> list[tuple[str, list[str]]]:
     dash = json.loads((root / DASHBOARD).read_text())
     return [
-        (p["title"], [t["expr"] for t in p["targets"]]) for p in dash["panels"] if p["type"] != "row"
+        (p["title"], [t["expr"] for t in p["targets"]])
+        for p in dash["panels"]
+        if p["type"] != "row"
     ]
 
 
@@ -89,7 +91,8 @@ def chart_renders(tools: Tools, values, sets, want: bool) -> None:
                f" dashboards {[b['metadata']['name'] for b in boards]}, want none")
         return
     expect(len(rule_objs) == 1 and len(boards) == 1,
-           f"PrometheusRules {render.names('PrometheusRule')}, dashboards {len(boards)}: want one each")
+           f"PrometheusRules {render.names('PrometheusRule')}, dashboards {len(boards)}:"
+           " want one each")
     rule = rule_objs[0]
     expect(rule["apiVersion"] == "monitoring.coreos.com/v1", f"apiVersion {rule['apiVersion']}")
     source = yaml.safe_load((tools.root / RULES).read_text())
@@ -121,7 +124,9 @@ def unit_tests_cover_every_alert(root: pathlib.Path) -> None:
         name = rule["alert"]
         fired = fires.get(name, [])
         cleared_after = [
-            (t, at) for t, at in clears.get(name, []) if any(t == ft and at > fa for ft, fa in fired)
+            (t, at)
+            for t, at in clears.get(name, [])
+            if any(t == ft and at > fa for ft, fa in fired)
         ]
         if not fired:
             problems.append(f"{name} never fires")
@@ -152,14 +157,17 @@ def names_documented(root: pathlib.Path) -> None:
     expect(
         not unknown,
         "series not in docs/operator-guide.md's metrics tables:\n  "
-        + "\n  ".join(f"{n} (in {', '.join(sorted(set(w))[:3])})" for n, w in sorted(unknown.items())),
+        + "\n  ".join(
+            f"{n} (in {', '.join(sorted(set(w))[:3])})" for n, w in sorted(unknown.items())
+        ),
     )
     expect(len(used) >= 20, f"found only {len(used)} series names: is the scanner broken?")
 
 
 def dashboard_queries_parse(tools: Tools) -> None:
     """Every dashboard query (variables made concrete) as a recording rule: promtool parses it."""
-    exprs = [promql.concrete(e) for w, e in dashboard_queries(tools.root) if "label_values" not in e]
+    queries = dashboard_queries(tools.root)
+    exprs = [promql.concrete(e) for _, e in queries if "label_values" not in e]
     doc = {"groups": [{"name": "dashboard", "rules": [
         {"record": f"dashboard:query_{i}", "expr": e} for i, e in enumerate(exprs)
     ]}]}
@@ -201,8 +209,11 @@ def main() -> int:
                     tools.promtool_ok, "test", "rules", str(root / TESTS))
         suite.check("the unit tests fire and then clear every alert",
                     unit_tests_cover_every_alert, root)
-        suite.check("values-prod.yaml renders the PrometheusRule (promtool checks its spec)"
-                    " and the dashboard ConfigMap", chart_renders, tools, ("values-prod.yaml",), (), True)
+        suite.check(
+            "values-prod.yaml renders the PrometheusRule (promtool checks its spec)"
+            " and the dashboard ConfigMap",
+            chart_renders, tools, ("values-prod.yaml",), (), True,
+        )
         suite.check("values.yaml renders neither", chart_renders, tools, (), (NATS,), False)
         suite.check("values.yaml with both switches on renders both",
                     chart_renders, tools, (), (NATS, *ON), True)
