@@ -38,6 +38,10 @@ CONFIG_ENV = {
     "redis.masterName": "RAMEN_REDIS_MASTER_NAME",
     "redis.timeout": "RAMEN_REDIS__TIMEOUT",
     "drain.mode": "RAMEN_DRAIN__MODE",
+    "mcpAuth.publicUrl": "RAMEN_MCP_AUTH__PUBLIC_URL",
+    "mcpAuth.defaultMode": "RAMEN_MCP_AUTH__DEFAULT_MODE",
+    "mcpAuth.issuers": "RAMEN_MCP_AUTH__ISSUERS",
+    "mcpAuth.scopes": "RAMEN_MCP_AUTH__SCOPES",
 }
 # Not env: the KEDA scrape target, and the margin that only sizes the grace period.
 CONFIG_NOT_ENV = {
