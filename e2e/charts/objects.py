@@ -107,6 +107,17 @@ def egress_defaults(ctx, services) -> None:
             expect(
                 all(p.get("protocol") == "TCP" for p in rule.get("ports", [])), f"{service}: {rule}"
             )
+        # The rule to the workers must select the namespaces the zone-manager really labels
+        # (it once named `ramen-zone-manager`, which no namespace carries: the control plane
+        # could reach no worker where NetworkPolicy is enforced).
+        key, value = rust_src.zone_namespace_label(ctx.root)
+        workers = [r for r in rules if {"protocol": "TCP", "port": 8000} in r.get("ports", [])]
+        expect(len(workers) == 1, f"{service}: one rule to the workers' port 8000, got {workers}")
+        selectors = [t["namespaceSelector"]["matchLabels"] for t in workers[0]["to"]]
+        expect(
+            all(s.items() <= {key: value}.items() for s in selectors),
+            f"{service}: workers' namespaces selected by {selectors}, the zone-manager labels them {key}={value}",
+        )
 
 
 def egress_extra(ctx, services) -> None:

@@ -150,6 +150,17 @@ def known_env(
     return aliases.get(name, rest) in keys
 
 
+def zone_namespace_label(root: pathlib.Path) -> tuple[str, str]:
+    """The (key, value) label the zone-manager puts on every namespace and object it makes."""
+    where = "services/zone-manager/src/provider/kubernetes/manifests.rs"
+    text = _read(root, where)
+    key = re.search(r'pub const MANAGED_BY: &str = "([^"]+)";', text)
+    value = re.search(r'pub const MANAGER: &str = "([^"]+)";', text)
+    if not key or not value:
+        raise ParseError(f"{where}: no MANAGED_BY / MANAGER constants")
+    return key.group(1), value.group(1)
+
+
 def deployer_durable(root: pathlib.Path) -> str:
     where = "services/deployer/src/jobs/mod.rs"
     match = re.search(r'pub const WORK_DURABLE: &str = "([^"]+)";', _read(root, where))
