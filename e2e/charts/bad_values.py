@@ -30,17 +30,13 @@ CASES = [
     (
         "NATS credentials missing a service",
         DEV + (NATS_AUTH,),
-        [s("global.secrets.nats.credentials.rebalancer", "")] + [
-            s(f"{name}.enabled", "false") for name in ("mongodb", "nats", "minio", "valkey")
-        ],
+        [s("global.secrets.nats.credentials.rebalancer", ""), s("nats.enabled", "false")],
         ["global.secrets.nats.credentials.rebalancer", "ramen nats-auth init"],
     ),
     (
         "NATS node signing key that is no account seed",
         DEV + (NATS_AUTH,),
-        [s("global.secrets.nats.signingKey", "not-a-seed")] + [
-            s(f"{name}.enabled", "false") for name in ("mongodb", "nats", "minio", "valkey")
-        ],
+        [s("global.secrets.nats.signingKey", "not-a-seed"), s("nats.enabled", "false")],
         ["global.secrets.nats.signingKey", "node-signing.nk"],
     ),
     ("values.yaml alone (no NATS URL)", (), (), ["global.config.nats.url is required"]),
@@ -152,6 +148,12 @@ CASES = [
         DEV,
         [s("api-gateway.replicaCount", "3"), s("global.config.redis.url", "")],
         ["api-gateway.replicaCount=3 needs shared replica state", "global.config.redis.url"],
+    ),
+    (
+        "development S3 store without an access key pair (it would serve anyone)",
+        DEV,
+        [s("global.secrets.backends.s3SecretAccessKey", ""), s("nats.enabled", "false")],
+        ["devStack.s3 needs global.secrets.backends.s3AccessKeyId and s3SecretAccessKey"],
     ),
     (
         "Sentinels without a master name",

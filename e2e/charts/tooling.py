@@ -18,7 +18,12 @@ def run(suite: Suite, helm: Helm, root: pathlib.Path, removed: list[dict]) -> No
     suite.check(
         "charts/check-versions: every chart in lock-step with the workspace", versions, root
     )
-    suite.check("bundled charts are conditional, remote and off by default", bundled, root, removed)
+    suite.check(
+        "bundled charts and the development stack are conditional and off by default",
+        bundled,
+        root,
+        removed,
+    )
     suite.check("local subcharts are vendored (no repository)", vendored, helm)
     suite.check("helm dependency build works offline", dependency_build, helm)
     for values in LINTED:
@@ -49,6 +54,12 @@ def bundled(root: pathlib.Path, removed: list[dict]) -> None:
         expect(
             defaults.get(name, {}).get("enabled") is False,
             f"values.yaml {name}.enabled is not false",
+        )
+    stores = defaults.get("devStack", {})
+    expect(sorted(stores) == ["mongo", "s3", "valkey"], f"values.yaml devStack has {sorted(stores)}")
+    for store, settings in stores.items():
+        expect(
+            settings.get("enabled") is False, f"values.yaml devStack.{store}.enabled is not false"
         )
 
 

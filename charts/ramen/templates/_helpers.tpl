@@ -26,3 +26,48 @@ one already in the cluster (so upgrades keep it), or a fresh random one. Returns
 {{- b64enc .fresh -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The development stack (dev-*.yaml, devStack.* in values): object name, labels and
+selector of one of its stores. (dict "ctx" $ "name" "mongo") */}}
+{{- define "ramen.dev.name" -}}
+{{- printf "%s-%s" .ctx.Release.Name .name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ramen.dev.selectorLabels" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+{{- end -}}
+
+{{- define "ramen.dev.labels" -}}
+{{ include "ramen.dev.selectorLabels" . }}
+app.kubernetes.io/component: dev-{{ .name }}
+app.kubernetes.io/part-of: ramen
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+helm.sh/chart: {{ include "ramen.chart" .ctx }}
+{{- end -}}
+
+{{/* Pod and container security for the development stores: the official images all run
+as a non-root user of their own when started as that user (uid in devStack.<store>). */}}
+{{- define "ramen.dev.podSecurity" -}}
+runAsNonRoot: true
+runAsUser: {{ .uid }}
+runAsGroup: {{ .gid }}
+fsGroup: {{ .gid }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "ramen.dev.containerSecurity" -}}
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+{{- end -}}
+
+{{/* The SeaweedFS bucket creation: the same script as docker-compose.yml's s3-init (the
+chart check holds them equal). weed shell reads commands on stdin and always exits 0, so
+the bucket is looked up again afterwards; exit 1 lets the Job retry. */}}
+{{- define "ramen.dev.s3BucketScript" -}}
+listed() { echo s3.bucket.list | weed shell -master="$WEED_MASTER" -filer="$WEED_FILER" | awk -v b="$RAMEN_S3_BUCKET" '$1 == b { found = 1 } END { exit !found }'; }
+listed || echo "s3.bucket.create -name $RAMEN_S3_BUCKET" | weed shell -master="$WEED_MASTER" -filer="$WEED_FILER"
+listed || { echo "bucket $RAMEN_S3_BUCKET is still missing" >&2; exit 1; }
+{{- end -}}
