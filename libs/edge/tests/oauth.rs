@@ -19,7 +19,7 @@ use ramen_node_contract::archive::pack_dir;
 use ramen_runner::{BlobConfig, NodeConfig, PolicyConfig, SnapshotRef, Worker};
 use ramen_telemetry::Metrics;
 use ramen_testkit::workers::{python, site_packages};
-use ramen_testkit::{OidcOptions, OidcProvider};
+use ramen_testkit::{OidcOptions, OidcProvider, ROBOT_CLIENT};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -44,6 +44,11 @@ fn auth(issuer: &str, resource: &str) -> NodeAuth {
 }
 
 async fn node(dir: &Path, auth: NodeAuth) -> Worker {
+    node_with_keys(dir, auth, &[]).await
+}
+
+/// A node taking `auth` and the MCP keys `keys` (their hashes, each named as itself).
+async fn node_with_keys(dir: &Path, auth: NodeAuth, keys: &[&str]) -> Worker {
     let blob = LocalDirStore::open(dir.join("blobs")).unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(REPO);
     let archive = pack_dir(&repo).unwrap();
@@ -65,6 +70,13 @@ async fn node(dir: &Path, auth: NodeAuth) -> Worker {
         policy: PolicyConfig {
             require_key: true,
             trusted_proxies: vec!["127.0.0.1/32".into()],
+            key_hashes: keys
+                .iter()
+                .map(|k| {
+                    ramen_node_contract::NodeKey::new(ramen_node_contract::key_hash(k), 0)
+                        .named(*k, *k)
+                })
+                .collect(),
             auth,
             ..Default::default()
         },
@@ -287,4 +299,45 @@ async fn a_caller_past_its_rate_gets_429_and_others_go_on() {
         }
     })
     .await;
+}
+
+/// A session id is worth nothing to anyone but the caller that opened it: another valid token
+/// (another subject) or another valid key presenting it gets 404, as an unknown session would,
+/// at the node behind the edge and at the node directly; the opener's own requests go on.
+#[tokio::test]
+async fn a_session_belongs_to_the_caller_that_opened_it() {
+    let provider = OidcProvider::start(OidcOptions::default()).await.unwrap();
+    let issuer = provider.issuer();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let resource = format!("{base}/mcp/g/prod");
+    let dir = tempfile::tempdir().unwrap();
+    let both = NodeAuth { mode: AuthMode::Both, rules: Vec::new(), ..auth(&issuer, &resource) };
+    let (key_a, key_b) = ("rk_session_owner_a", "rk_session_other_b");
+    let worker = node_with_keys(dir.path(), both.clone(), &[key_a, key_b]).await;
+    edge(listener, &worker, EdgeAuth::new(both, 0)).await;
+    let node_url = format!("http://{}/mcp", worker.mcp_addr);
+
+    let machine = provider.machine_token(&resource, SCOPE).await.unwrap();
+    let robot = provider.client_token(ROBOT_CLIENT, &resource, SCOPE).await.unwrap();
+    let ping = json!({"jsonrpc":"2.0","id":9,"method":"ping"});
+    // The node's own session id (the edge seals it), for the requests sent to the node directly.
+    let direct = post(&node_url, &machine, None, initialize()).await;
+    let node_session = direct.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    for (url, session) in
+        [(&resource, open_session(&resource, &machine).await), (&node_url, node_session)]
+    {
+        let theirs = post(url, &robot, Some(&session), ping.clone()).await;
+        assert_eq!(theirs.status(), 404, "{url}: another subject's token on the session");
+        let key = post(url, key_a, Some(&session), ping.clone()).await;
+        assert_eq!(key.status(), 404, "{url}: a key on a token's session");
+        let own = post(url, &machine, Some(&session), ping.clone()).await;
+        assert_eq!(own.status(), 200, "{url}: the opener goes on");
+    }
+    // Keys alike: a session opened with one key refuses the other.
+    let opened = post(&node_url, key_a, None, initialize()).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(post(&node_url, key_b, Some(&session), ping.clone()).await.status(), 404);
+    assert_eq!(post(&node_url, key_a, Some(&session), ping).await.status(), 200);
 }

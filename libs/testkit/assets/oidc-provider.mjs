@@ -33,8 +33,10 @@ const accounts = {
 const provider = new Provider(issuer, {
   jwks: { keys: [jwk] },
   clients: [
-    // A confidential machine client (client_credentials), and a public one (code + PKCE).
+    // Two confidential machine clients (client_credentials: each token's subject is the
+    // client), and a public one (code + PKCE).
     { client_id: 'machine', client_secret: 'machine-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: scopes.join(' ') },
+    { client_id: 'robot', client_secret: 'robot-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: scopes.join(' ') },
     { client_id: 'public', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: redirectUris, scope: ['openid', 'profile', 'email', 'groups', ...scopes].join(' ') },
   ],
   scopes: ['openid', 'profile', 'email', 'groups', ...scopes],

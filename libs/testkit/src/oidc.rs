@@ -19,6 +19,8 @@ const SCRIPT: &str = include_str!("../assets/oidc-provider.mjs");
 const PROVIDER_VERSION: &str = "9.13.3";
 /// The confidential client of [`OidcProvider::machine_token`].
 pub const MACHINE_CLIENT: (&str, &str) = ("machine", "machine-secret");
+/// Another confidential client: a second caller (subject `robot`).
+pub const ROBOT_CLIENT: (&str, &str) = ("robot", "robot-secret");
 
 /// What the provider issues.
 #[derive(Clone, Debug)]
@@ -99,6 +101,17 @@ impl OidcProvider {
     /// An access token for `resource` with `scope`, by the machine client's
     /// `client_credentials` grant (subject `machine`).
     pub async fn machine_token(&self, resource: &str, scope: &str) -> anyhow::Result<String> {
+        self.client_token(MACHINE_CLIENT, resource, scope).await
+    }
+
+    /// An access token of `client` (id, secret) by `client_credentials`; its subject is the
+    /// client.
+    pub async fn client_token(
+        &self,
+        client: (&str, &str),
+        resource: &str,
+        scope: &str,
+    ) -> anyhow::Result<String> {
         let form = [("grant_type", "client_credentials"), ("resource", resource), ("scope", scope)];
         let form: Vec<String> = form
             .iter()
@@ -108,7 +121,7 @@ impl OidcProvider {
             .collect();
         let answer = reqwest::Client::new()
             .post(format!("{}/token", self.issuer()))
-            .basic_auth(MACHINE_CLIENT.0, Some(MACHINE_CLIENT.1))
+            .basic_auth(client.0, Some(client.1))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(form.join("&"))
             .send()
