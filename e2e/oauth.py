@@ -1,15 +1,17 @@
-"""The MCP authorization flow end to end (issue 29), with the official Python MCP client.
+"""The MCP authorization flow end to end (issue 29), with the official Python MCP client and
+the TypeScript SDK.
 
 A real OpenID provider (npm `oidc-provider`, as libs/testkit starts it: the same script) is the
 authorization server. An environment of the scenario's group takes OAuth tokens (`ramen env
-auth --mode both`), with rules: the user's `payments` group may use the `identity` package,
-nothing else. The client runs the whole flow by itself — a 401 from the edge naming the
-resource metadata, the metadata, the provider's discovery, dynamic registration, the
-authorization code with PKCE (this file answers the provider's login and consent pages as the
-user would), the token — then lists only what the rules allow, is refused another tool
-(-32601), and calls a tool that answers who is calling: the user's subject and groups, never
-the token. In both protocol revisions. Tokens for another resource, expired ones, one signed
-by a key the issuer never published and one from another issuer are each refused 401.
+auth --mode both`), with rules: the user's `payments` group may use `identity.whoami`, her
+`Payments.Viewer` role `identity.balance`, nothing else. The client runs the whole flow by
+itself — a 401 from the edge naming the resource metadata, the metadata, the provider's
+discovery, dynamic registration, the authorization code with PKCE (this file answers the
+provider's login and consent pages as the user would), the token — then lists only what the
+rules allow, is refused another tool (-32601), and calls a tool that answers who is calling:
+the user's subject, groups and roles, never the token. In both protocol revisions. Tokens for
+another resource, expired ones, one signed by a key the issuer never published and one from
+another issuer are each refused 401.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ def whoami() -> str:
     return json.dumps({
         "subject": getattr(token, "subject", None),
         "groups": getattr(token, "groups", None),
+        "roles": getattr(token, "roles", None),
         "email": getattr(token, "email", None),
         "scopes": list(token.scopes),
         "client_id": token.client_id,
@@ -92,7 +95,8 @@ def reset() -> str:
 '''
 
 RULES = [
-    {"groups": ["payments"], "allow": ["identity"]},
+    {"groups": ["payments"], "allow": ["identity.whoami"]},
+    {"roles": ["Payments.Viewer"], "allow": ["identity.balance"]},
     {"keys": ["e2e"], "allow": ["*"]},
 ]
 
@@ -289,9 +293,10 @@ def oauth_flow(cluster: Any, group: str, repo: Path, helpers: dict[str, Callable
             seen = with_oauth(url, storage, session_view, mode)
             check(seen["version"] == want, f"the client speaks {want}", seen)
             check(seen["tools"] == ["identity.balance", "identity.whoami"],
-                  "only the tools the user's groups may use are listed", seen["tools"])
+                  "only the tools the user's group and role allow are listed", seen["tools"])
             check(seen["refused"] == -32601, "another package's tool is refused -32601", seen)
             whoami = seen["whoami"]
+            check(whoami["roles"] == ["Payments.Viewer"], "the roles claim reaches the tool", whoami)
             check(whoami["subject"] == "alice" and "payments" in (whoami["groups"] or [])
                   and whoami["email"] == "alice@example.com" and SCOPE in whoami["scopes"],
                   "the tool knows its caller: subject, groups, email, scopes", whoami)

@@ -64,6 +64,8 @@ pub struct Rule {
     pub subjects: Vec<String>,
     /// Values of the token's groups claim.
     pub groups: Vec<String>,
+    /// Values of the token's roles claim.
+    pub roles: Vec<String>,
     /// Scopes the token holds.
     pub scopes: Vec<String>,
     /// MCP keys, by id or name.
@@ -76,7 +78,7 @@ pub struct Rule {
 #[derive(Clone, Copy, Debug)]
 pub enum Who<'a> {
     /// An OAuth access token's claims.
-    Token { subject: &'a str, groups: &'a [String], scopes: &'a [String] },
+    Token { subject: &'a str, groups: &'a [String], roles: &'a [String], scopes: &'a [String] },
     /// An MCP key.
     Key { id: &'a str, name: &'a str },
     /// Nobody in particular: an environment taking calls without keys (fixtures only).
@@ -91,21 +93,24 @@ impl Rule {
             wanted.is_empty() || wanted.iter().any(|w| held.contains(w))
         };
         match who {
-            Who::Token { subject, groups, scopes } => {
+            Who::Token { subject, groups, roles, scopes } => {
                 self.keys.is_empty()
                     && (self.subjects.is_empty() || self.subjects.iter().any(|s| s == subject))
                     && any_of(&self.groups, groups)
+                    && any_of(&self.roles, roles)
                     && any_of(&self.scopes, scopes)
             }
             Who::Key { id, name } => {
                 self.subjects.is_empty()
                     && self.groups.is_empty()
+                    && self.roles.is_empty()
                     && self.scopes.is_empty()
                     && (self.keys.is_empty() || self.keys.iter().any(|k| k == id || k == name))
             }
             Who::Anonymous => {
                 self.subjects.is_empty()
                     && self.groups.is_empty()
+                    && self.roles.is_empty()
                     && self.scopes.is_empty()
                     && self.keys.is_empty()
             }
@@ -133,9 +138,14 @@ impl Rules {
         let rules = rules
             .into_iter()
             .map(|mut r| {
-                for list in
-                    [&mut r.subjects, &mut r.groups, &mut r.scopes, &mut r.keys, &mut r.allow]
-                {
+                for list in [
+                    &mut r.subjects,
+                    &mut r.groups,
+                    &mut r.roles,
+                    &mut r.scopes,
+                    &mut r.keys,
+                    &mut r.allow,
+                ] {
                     for value in list.iter_mut() {
                         *value = value.trim().to_owned();
                     }

@@ -7,7 +7,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 }
 
 fn alice<'a>(groups: &'a [String], scopes: &'a [String]) -> Who<'a> {
-    Who::Token { subject: "alice", groups, scopes }
+    Who::Token { subject: "alice", groups, roles: &[], scopes }
 }
 
 #[test]
@@ -108,7 +108,7 @@ proptest! {
             .zip(&allows)
             .map(|(g, a)| Rule { groups: g.clone(), allow: a.clone(), ..Rule::default() })
             .collect();
-        let who = Who::Token { subject: "s", groups: &groups, scopes: &[] };
+        let who = Who::Token { subject: "s", groups: &groups, roles: &[], scopes: &[] };
         let before = Rules::new(rules.clone()).grant(&who);
         let mut more = rules.clone();
         more.push(Rule { groups: groups.clone(), allow: extra_allow, ..Rule::default() });
@@ -119,4 +119,19 @@ proptest! {
             prop_assert!(before.is_nothing());
         }
     }
+}
+
+#[test]
+fn roles_are_a_condition_of_their_own() {
+    let rules = Rules::new(vec![Rule {
+        roles: strings(&["Payments.Admin"]),
+        allow: strings(&["payments"]),
+        ..Rule::default()
+    }]);
+    let (admin, group) = (strings(&["Payments.Admin"]), strings(&["Payments.Admin"]));
+    let with_role = Who::Token { subject: "s", groups: &[], roles: &admin, scopes: &[] };
+    assert!(rules.grant(&with_role).package("payments"));
+    let only_group = Who::Token { subject: "s", groups: &group, roles: &[], scopes: &[] };
+    assert!(rules.grant(&only_group).is_nothing(), "a group of the same name is not the role");
+    assert!(rules.grant(&Who::Key { id: "k", name: "Payments.Admin" }).is_nothing());
 }

@@ -69,6 +69,7 @@ impl EdgeCaller {
             Self::Token(caller) => Some(Who::Token {
                 subject: &caller.subject,
                 groups: &caller.groups,
+                roles: &caller.roles,
                 scopes: &caller.scopes,
             }),
             Self::Unchecked { .. } => None,

@@ -71,6 +71,7 @@ impl NodeAuth {
                 .map(|r| ramen_call_rules::Rule {
                     subjects: r.subjects.clone(),
                     groups: r.groups.clone(),
+                    roles: r.roles.clone(),
                     scopes: r.scopes.clone(),
                     keys: r.keys.clone(),
                     allow: r.allow.clone(),

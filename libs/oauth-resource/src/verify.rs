@@ -46,6 +46,8 @@ pub struct Caller {
     pub issuer: String,
     pub scopes: Vec<String>,
     pub groups: Vec<String>,
+    /// The roles claim (Entra ID app roles; Keycloak realm roles where mapped to `roles`).
+    pub roles: Vec<String>,
     pub email: Option<String>,
     pub name: Option<String>,
     pub client_id: Option<String>,
@@ -104,6 +106,8 @@ struct Claims {
     scope: String,
     #[serde(default)]
     groups: Vec<String>,
+    #[serde(default)]
+    roles: Vec<String>,
     email: Option<String>,
     name: Option<String>,
     client_id: Option<String>,
@@ -246,6 +250,7 @@ impl Verifier {
             issuer: claims.iss,
             scopes,
             groups: claims.groups,
+            roles: claims.roles,
             email: claims.email,
             name: claims.name,
             client_id: claims.client_id,
@@ -312,6 +317,7 @@ impl Verifier {
                 issuer: issuer.clone(),
                 scopes,
                 groups: serde_json::from_value(answer["groups"].clone()).unwrap_or_default(),
+                roles: serde_json::from_value(answer["roles"].clone()).unwrap_or_default(),
                 email: text("email"),
                 name: text("name"),
                 client_id: text("client_id"),

@@ -25,9 +25,9 @@ const redirectUris = options.redirect_uris.length ? options.redirect_uris : ['ht
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: `k-${port}-${Date.now()}`, alg: 'RS256', use: 'sig' };
 
-// The test user, with the groups claim rules match on.
+// The test user, with the groups and roles claims rules match on.
 const accounts = {
-  alice: { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', groups: ['payments', 'staff'] },
+  alice: { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', groups: ['payments', 'staff'], roles: ['Payments.Viewer'] },
 };
 
 const provider = new Provider(issuer, {
@@ -68,7 +68,7 @@ const provider = new Provider(issuer, {
   // The user's groups travel in the access token, for rules over them.
   extraTokenClaims: async (ctx, token) => {
     const account = token.accountId && accounts[token.accountId];
-    return account ? { groups: account.groups, email: account.email, name: account.name } : undefined;
+    return account ? { groups: account.groups, roles: account.roles, email: account.email, name: account.name } : undefined;
   },
   ttl: { AccessToken: ttl, ClientCredentials: machineTtl },
 });

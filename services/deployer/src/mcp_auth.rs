@@ -139,6 +139,7 @@ fn checked_rule(n: usize, rule: &CallRule) -> Result<CallRule> {
     let out = CallRule {
         subjects: list("subjects", &rule.subjects)?,
         groups: list("groups", &rule.groups)?,
+        roles: list("roles", &rule.roles)?,
         scopes: list("scopes", &rule.scopes)?,
         keys: list("keys", &rule.keys)?,
         allow: list("allow", &rule.allow)?,
@@ -156,8 +157,10 @@ fn checked_rule(n: usize, rule: &CallRule) -> Result<CallRule> {
             })?;
         }
     }
-    let token_conditions =
-        !(out.subjects.is_empty() && out.groups.is_empty() && out.scopes.is_empty());
+    let token_conditions = !(out.subjects.is_empty()
+        && out.groups.is_empty()
+        && out.roles.is_empty()
+        && out.scopes.is_empty());
     if token_conditions && !out.keys.is_empty() {
         return Err(Error::invalid(
             field,

@@ -41,6 +41,7 @@ impl CallerId {
             Self::Token(caller) => Who::Token {
                 subject: &caller.subject,
                 groups: &caller.groups,
+                roles: &caller.roles,
                 scopes: &caller.scopes,
             },
         }
@@ -79,6 +80,7 @@ impl CallerId {
                 "name": caller.name,
                 "email": caller.email,
                 "groups": caller.groups,
+                "roles": caller.roles,
                 "scopes": caller.scopes,
                 "client_id": caller.client_id,
             }),

@@ -62,6 +62,8 @@ pub struct CallRuleView {
     pub subjects: Vec<String>,
     /// Values of the token's groups claim.
     pub groups: Vec<String>,
+    /// Values of the token's roles claim (Entra ID app roles).
+    pub roles: Vec<String>,
     /// Scopes the token holds.
     pub scopes: Vec<String>,
     /// MCP keys, by id or name.
@@ -106,6 +108,7 @@ impl McpAuthView {
                 .map(|r| CallRuleView {
                     subjects: r.subjects,
                     groups: r.groups,
+                    roles: r.roles,
                     scopes: r.scopes,
                     keys: r.keys,
                     allow: r.allow,
@@ -143,6 +146,7 @@ impl McpAuthBody {
                 .map(|r| CallRule {
                     subjects: r.subjects,
                     groups: r.groups,
+                    roles: r.roles,
                     scopes: r.scopes,
                     keys: r.keys,
                     allow: r.allow,

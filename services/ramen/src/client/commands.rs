@@ -549,7 +549,7 @@ async fn env_auth(
     let mut table: Vec<serde_json::Value> =
         rows.iter().map(|(k, v)| json!({"setting": k, "value": v})).collect();
     for (n, rule) in rules.iter().enumerate() {
-        let who: Vec<String> = ["subjects", "groups", "scopes", "keys"]
+        let who: Vec<String> = ["subjects", "groups", "roles", "scopes", "keys"]
             .iter()
             .filter(|k| rule[**k].as_array().is_some_and(|a| !a.is_empty()))
             .map(|k| format!("{k}: {}", text(&rule[*k])))

@@ -30,7 +30,7 @@ log = logging.getLogger("ramen_runtime")
 META_KEY = "io.ramen/caller"  # the stdio programs' _meta key (and never trusted from a client)
 
 _STR_FIELDS = ("kind", "subject", "issuer", "name", "email", "client_id", "key_id", "key_name")
-_LIST_FIELDS = ("groups", "scopes")
+_LIST_FIELDS = ("groups", "roles", "scopes")
 
 _current: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar("ramen_caller", default=None)
 
@@ -155,6 +155,7 @@ def _token_class(base: type) -> type:
         "name": (str | None, None),
         "email": (str | None, None),
         "groups": (list[str], pydantic.Field(default_factory=list)),
+        "roles": (list[str], pydantic.Field(default_factory=list)),
         "key_id": (str | None, None),
         "key_name": (str | None, None),
         "claims": (dict[str, Any] | None, None),
@@ -191,12 +192,14 @@ def token_fields(who: Mapping[str, Any]) -> dict[str, Any]:
         }
     scopes = list(who.get("scopes", ()))
     groups = list(who.get("groups", ()))
+    roles = list(who.get("roles", ()))
     claims = {
         "sub": who.get("subject"),
         "iss": who.get("issuer"),  # the SDK's principal_components reads the issuer here
         "name": who.get("name"),
         "email": who.get("email"),
         "groups": groups if "groups" in who else None,
+        "roles": roles if "roles" in who else None,
         "scope": " ".join(scopes) if "scopes" in who else None,
         "client_id": who.get("client_id"),
     }
@@ -209,6 +212,7 @@ def token_fields(who: Mapping[str, Any]) -> dict[str, Any]:
         "name": who.get("name"),
         "email": who.get("email"),
         "groups": groups,
+        "roles": roles,
         "claims": {k: v for k, v in claims.items() if v is not None},
     }
 

@@ -32,6 +32,7 @@ ALICE = {
     "name": "Alice Example",
     "email": "alice@example.com",
     "groups": ["payments", "staff"],
+    "roles": ["Payments.Admin"],
     "scopes": ["mcp:tools"],
     "client_id": "public",
 }
@@ -135,10 +136,12 @@ class TokenContract(CallerContract):
         for field in ("subject", "issuer", "name", "email"):
             self.assertEqual(token[field], caller.get(field), field)
         self.assertEqual((token["groups"], token["scopes"]), (caller["groups"], caller["scopes"]))
+        self.assertEqual(token["roles"], caller.get("roles", []))
         claims = token["claims"]
         self.assertEqual((claims["sub"], claims["iss"]), (caller["subject"], caller["issuer"]))
         self.assertEqual((claims["groups"], claims["scope"]), (caller["groups"], " ".join(caller["scopes"])))
         self.assertEqual((claims.get("name"), claims.get("email")), (caller.get("name"), caller.get("email")))
+        self.assertEqual(claims.get("roles"), caller.get("roles"))
         self.assertIsNone(token["key_id"])
 
 

@@ -138,7 +138,7 @@ fn auth_form(env: &Environment, path: &str) -> Markup {
             }
             label { "Issuers (authorization servers)" textarea name="issuers" data-kind="list" rows="2" { (auth.issuers.join("\n")) } small.hint { "One issuer URL per line; empty: the platform's." } }
             label { "Scopes" textarea name="scopes" data-kind="list" rows="1" { (auth.scopes.join("\n")) } small.hint { "A token must hold one of them; empty: the platform's (or any)." } }
-            label { "Rules (JSON)" textarea name="rules" data-kind="json" rows="4" { (json(&auth.rules)) } small.hint { "A list of " code { "{\"groups\": [\"payments\"], \"allow\": [\"payments\"]}" } ": a caller matching every condition set (subjects, groups, scopes, or keys by name or id) may use the packages or tools it allows; " code { "[]" } ": everyone may use everything." } }
+            label { "Rules (JSON)" textarea name="rules" data-kind="json" rows="4" { (json(&auth.rules)) } small.hint { "A list of " code { "{\"groups\": [\"payments\"], \"allow\": [\"payments\"]}" } ": a caller matching every condition set (subjects, groups, roles, scopes, or keys by name or id) may use the packages or tools it allows; " code { "[]" } ": everyone may use everything." } }
             label { "Calls per second per caller" input name="calls_per_second" data-kind="int" type="number" min="0" value=(auth.calls_per_second); small.hint { "0: unlimited." } }
             (form_error())
             div.actions { button.primary type="submit" { "Save sign-in" } }
