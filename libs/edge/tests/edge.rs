@@ -1,63 +1,34 @@
 //! The edge in front of real worker nodes (two "zones", each one node with the Python runtime).
 
+mod support;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramen_blob::{BlobStore, LocalDirStore};
 use ramen_edge::{
     Blocked, Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, StaticDirectory,
     WorkerRoute, ZoneRoute, router,
 };
-use ramen_node_contract::archive::pack_dir;
 use ramen_node_contract::key_hash as hash_key;
-use ramen_runner::{BlobConfig, NodeConfig, PolicyConfig, SnapshotRef, Worker};
+use ramen_runner::{PolicyConfig, Worker};
 use ramen_telemetry::Metrics;
-use ramen_testkit::workers::{python, site_packages};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 const KEY: &str = "rk_edge_test";
 
 async fn node(dir: &Path, zone: &str, ip_allow: &[&str], repo: &str) -> Worker {
-    let blob = LocalDirStore::open(dir.join("blobs")).unwrap();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(repo);
-    let archive = pack_dir(&repo).unwrap();
-    let digest = hex::encode(Sha256::digest(&archive));
-    let key = "groups/g/snapshots/c1.tar.gz".to_owned();
-    blob.put(&key, archive.into()).await.unwrap();
-    let config = NodeConfig {
-        node_id: format!("{zone}-1"),
-        group: "g".into(),
-        zone: zone.into(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        admin: "127.0.0.1:0".parse().unwrap(),
-        grpc: "127.0.0.1:0".parse().unwrap(),
-        workdir: dir.join("work"),
-        python: python(),
-        site_packages: vec![site_packages()],
-        blob: BlobConfig { dir: Some(dir.join("blobs")), s3: None },
-        snapshot: Some(SnapshotRef { commit: "c1".into(), key, digest, environment: None }),
-        policy: PolicyConfig {
-            require_key: true,
-            key_hashes: vec![hash_key(KEY).into()],
-            trusted_proxies: vec!["127.0.0.1/32".into()],
-            ip_allow: ip_allow.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        },
+    let policy = PolicyConfig {
+        require_key: true,
+        key_hashes: vec![hash_key(KEY).into()],
+        trusted_proxies: vec!["127.0.0.1/32".into()],
+        ip_allow: ip_allow.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     };
-    let worker = Worker::start(config, Metrics::default()).await.unwrap();
-    let node = worker.node.clone();
-    ramen_testkit::eventually("node ready", Duration::from_secs(60), || {
-        let node = node.clone();
-        async move { if node.is_ready() { Ok(()) } else { Err(node.runtime.state()) } }
-    })
-    .await;
-    worker
+    support::start_node(dir, zone, repo, policy).await
 }
 
 struct Setup {

@@ -3,26 +3,23 @@
 //! resource metadata, the challenges, tokens verified at both, the rules of who may call what,
 //! the caller reaching the tool without its token, and the per-caller rate limit.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramen_blob::{BlobStore, LocalDirStore};
 use ramen_call_rules::{AuthMode, Rule};
 use ramen_edge::{
     Edge, EdgeAuth, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute,
     router,
 };
 use ramen_node_contract::NodeAuth;
-use ramen_node_contract::archive::pack_dir;
-use ramen_runner::{BlobConfig, NodeConfig, PolicyConfig, SnapshotRef, Worker};
-use ramen_telemetry::Metrics;
-use ramen_testkit::workers::{python, site_packages};
+use ramen_runner::{PolicyConfig, Worker};
 use ramen_testkit::{OidcOptions, OidcProvider, ROBOT_CLIENT};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const REPO: &str = "services/runner/runtime/tests/fixtures/mcp2-repo";
 const SCOPE: &str = "mcp:tools";
@@ -49,47 +46,38 @@ async fn node(dir: &Path, auth: NodeAuth) -> Worker {
 
 /// A node taking `auth` and the MCP keys `keys` (their hashes, each named as itself).
 async fn node_with_keys(dir: &Path, auth: NodeAuth, keys: &[&str]) -> Worker {
-    let blob = LocalDirStore::open(dir.join("blobs")).unwrap();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(REPO);
-    let archive = pack_dir(&repo).unwrap();
-    let digest = hex::encode(Sha256::digest(&archive));
-    let key = "groups/g/snapshots/c1.tar.gz".to_owned();
-    blob.put(&key, archive.into()).await.unwrap();
-    let config = NodeConfig {
-        node_id: "a-1".into(),
-        group: "g".into(),
-        zone: "a".into(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        admin: "127.0.0.1:0".parse().unwrap(),
-        grpc: "127.0.0.1:0".parse().unwrap(),
-        workdir: dir.join("work"),
-        python: python(),
-        site_packages: vec![site_packages()],
-        blob: BlobConfig { dir: Some(dir.join("blobs")), s3: None },
-        snapshot: Some(SnapshotRef { commit: "c1".into(), key, digest, environment: None }),
-        policy: PolicyConfig {
-            require_key: true,
-            trusted_proxies: vec!["127.0.0.1/32".into()],
-            key_hashes: keys
-                .iter()
-                .map(|k| {
-                    ramen_node_contract::NodeKey::new(ramen_node_contract::key_hash(k), 0)
-                        .named(*k, *k)
-                })
-                .collect(),
-            auth,
-            ..Default::default()
-        },
+    let policy = PolicyConfig {
+        require_key: true,
+        trusted_proxies: vec!["127.0.0.1/32".into()],
+        key_hashes: keys
+            .iter()
+            .map(|k| {
+                ramen_node_contract::NodeKey::new(ramen_node_contract::key_hash(k), 0).named(*k, *k)
+            })
+            .collect(),
+        auth,
         ..Default::default()
     };
-    let worker = Worker::start(config, Metrics::default()).await.unwrap();
-    let node = worker.node.clone();
-    ramen_testkit::eventually("node ready", Duration::from_secs(60), || {
-        let node = node.clone();
-        async move { if node.is_ready() { Ok(()) } else { Err(node.runtime.state()) } }
-    })
-    .await;
-    worker
+    support::start_node(dir, "a", REPO, policy).await
+}
+
+/// What every test starts from: the provider, and the edge's listener — bound first, because
+/// its URL is the resource the tokens name.
+struct Site {
+    provider: OidcProvider,
+    issuer: String,
+    listener: tokio::net::TcpListener,
+    base: String,
+    resource: String,
+}
+
+async fn site() -> Site {
+    let provider = OidcProvider::start(OidcOptions::default()).await.unwrap();
+    let issuer = provider.issuer();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let resource = format!("{base}/mcp/g/prod");
+    Site { provider, issuer, listener, base, resource }
 }
 
 /// An edge serving `g/prod` on `worker`, on a port the kernel picks: its base URL.
@@ -163,12 +151,7 @@ async fn rpc(url: &str, token: &str, session: &str, method: &str, params: Value)
 
 #[tokio::test]
 async fn tokens_are_challenged_verified_ruled_and_never_reach_the_tool() {
-    let provider = OidcProvider::start(OidcOptions::default()).await.unwrap();
-    let issuer = provider.issuer();
-    // The edge's address comes first: the resource (what tokens name) is its URL.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let resource = format!("{base}/mcp/g/prod");
+    let Site { provider, issuer, listener, base, resource } = site().await;
     let dir = tempfile::tempdir().unwrap();
     let worker = node(dir.path(), auth(&issuer, &resource)).await;
     edge(listener, &worker, EdgeAuth::new(auth(&issuer, &resource), 0)).await;
@@ -273,11 +256,7 @@ async fn tokens_are_challenged_verified_ruled_and_never_reach_the_tool() {
 
 #[tokio::test]
 async fn a_caller_past_its_rate_gets_429_and_others_go_on() {
-    let provider = OidcProvider::start(OidcOptions::default()).await.unwrap();
-    let issuer = provider.issuer();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let resource = format!("{base}/mcp/g/prod");
+    let Site { provider, issuer, listener, resource, .. } = site().await;
     let dir = tempfile::tempdir().unwrap();
     let open = NodeAuth { rules: Vec::new(), ..auth(&issuer, &resource) };
     let worker = node(dir.path(), open.clone()).await;
@@ -306,11 +285,7 @@ async fn a_caller_past_its_rate_gets_429_and_others_go_on() {
 /// at the node behind the edge and at the node directly; the opener's own requests go on.
 #[tokio::test]
 async fn a_session_belongs_to_the_caller_that_opened_it() {
-    let provider = OidcProvider::start(OidcOptions::default()).await.unwrap();
-    let issuer = provider.issuer();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let resource = format!("{base}/mcp/g/prod");
+    let Site { provider, issuer, listener, resource, .. } = site().await;
     let dir = tempfile::tempdir().unwrap();
     let both = NodeAuth { mode: AuthMode::Both, rules: Vec::new(), ..auth(&issuer, &resource) };
     let (key_a, key_b) = ("rk_session_owner_a", "rk_session_other_b");
