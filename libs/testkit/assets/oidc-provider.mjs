@@ -7,6 +7,8 @@
 //   machine_token_ttl  the machine client's (client_credentials) tokens' lifetime; default token_ttl
 //   scopes         scopes resource servers accept
 //   redirect_uris  redirect URIs of the public test client
+//   sso_redirect_uris  redirect URIs of the confidential `ramen` client (people signing in to
+//                  ramen's console and CLI: authorization code + PKCE, client_secret_basic)
 // It prints `listening <issuer>` once it serves.
 import { generateKeyPairSync } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -25,10 +27,13 @@ const redirectUris = options.redirect_uris.length ? options.redirect_uris : ['ht
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: `k-${port}-${Date.now()}`, alg: 'RS256', use: 'sig' };
 
-// The test user, with the groups and roles claims rules match on.
+// The test users, with the groups and roles claims rules (and SSO's group mapping) match on.
+// bob's email is not verified by the provider.
 const accounts = {
-  alice: { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', groups: ['payments', 'staff'], roles: ['Payments.Viewer'] },
+  alice: { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', email_verified: true, groups: ['payments', 'staff'], roles: ['Payments.Viewer'] },
+  bob: { sub: 'bob', name: 'Bob Example', email: 'bob@example.com', email_verified: false, groups: ['staff'], roles: [] },
 };
+const ssoRedirectUris = options.sso_redirect_uris && options.sso_redirect_uris.length ? options.sso_redirect_uris : ['http://127.0.0.1/api/auth/sso/callback'];
 
 const provider = new Provider(issuer, {
   jwks: { keys: [jwk] },
@@ -37,10 +42,11 @@ const provider = new Provider(issuer, {
     // client), and a public one (code + PKCE).
     { client_id: 'machine', client_secret: 'machine-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: scopes.join(' ') },
     { client_id: 'robot', client_secret: 'robot-secret', grant_types: ['client_credentials'], redirect_uris: [], response_types: [], scope: scopes.join(' ') },
+    { client_id: 'ramen', client_secret: 'ramen-secret', grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: ssoRedirectUris, scope: 'openid profile email groups' },
     { client_id: 'public', token_endpoint_auth_method: 'none', grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: redirectUris, scope: ['openid', 'profile', 'email', 'groups', ...scopes].join(' ') },
   ],
   scopes: ['openid', 'profile', 'email', 'groups', ...scopes],
-  claims: { openid: ['sub'], profile: ['name'], email: ['email'], groups: ['groups'] },
+  claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'], groups: ['groups'] },
   pkce: { required: () => true },
   findAccount: (ctx, id) => {
     const account = accounts[id];
