@@ -16,4 +16,4 @@ mod pkce;
 
 pub use client::{Begun, Client, ClientConfig, Identity, OidcError};
 pub use pkce::{challenge, random_token};
-pub use ramen_oauth_resource::Issuers;
+pub use ramen_oauth_resource::{Issuers, url_form};
