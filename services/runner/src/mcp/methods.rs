@@ -264,7 +264,11 @@ pub(crate) async fn call_runtime(
             "refused",
             started.elapsed().as_secs_f64(),
         );
-        return Reply::error(id_text, METHOD_NOT_FOUND, &not_allowed_message(method, target));
+        return Reply::error(
+            id_text,
+            METHOD_NOT_FOUND,
+            &ramen_call_rules::not_available_message(method, target),
+        );
     }
     if hidden {
         node.metrics.blocked_calls.inc();
@@ -311,17 +315,6 @@ pub(crate) async fn call_runtime(
         started,
     )
     .await
-}
-
-/// The answer to a target the caller may not use (-32601, as for a blocked one: to this caller
-/// it does not exist), the same from node and edge.
-pub fn not_allowed_message(method: &str, target: &str) -> String {
-    let what = match method {
-        "resources/read" => "resource",
-        "prompts/get" => "prompt",
-        _ => "tool",
-    };
-    format!("{what} `{target}` is not available to this caller on this environment")
 }
 
 /// The answer to a blocked target (-32601, the product's rule), the same from node and edge.
