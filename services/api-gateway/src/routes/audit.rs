@@ -55,7 +55,7 @@ async fn run(
         since,
         until,
         action_prefix: query.action_prefix,
-        page: page.to_pb(),
+        page: page.to_pb()?,
     };
     let answer = gateway
         .clients()
