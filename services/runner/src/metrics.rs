@@ -27,6 +27,9 @@ pub struct NodeMetrics {
     pub requests: Family<RequestLabels, Counter>,
     pub duration: Family<MethodLabels, Histogram>,
     pub in_flight: Gauge,
+    /// The most calls the node lets run at once (more answer `overloaded`): what
+    /// `in_flight` is measured against.
+    pub in_flight_cap: Gauge,
     pub runtime_restarts: Counter,
     /// Re-lists after the runtime hinted that a list changed.
     pub runtime_relists: Counter,
@@ -45,6 +48,7 @@ impl NodeMetrics {
                 Histogram::new(exponential_buckets(0.00005, 2.0, 18))
             }),
             in_flight: Gauge::default(),
+            in_flight_cap: Gauge::default(),
             runtime_restarts: Counter::default(),
             runtime_relists: Counter::default(),
             blocked_calls: Counter::default(),
@@ -67,6 +71,12 @@ impl NodeMetrics {
             "mcp_in_flight",
             "Calls in flight to the Python runtime",
             this.in_flight.clone(),
+        );
+        metrics.register_labelled(
+            &labels,
+            "mcp_in_flight_cap",
+            "The most calls in flight the node takes; past it calls answer overloaded",
+            this.in_flight_cap.clone(),
         );
         metrics.register_labelled(
             &labels,

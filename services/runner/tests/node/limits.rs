@@ -35,6 +35,9 @@ async fn a_body_over_the_cap_gets_413() {
     let missing = ramen_testkit::undocumented_in(&metrics, &worker);
     assert!(missing.is_empty(), "documented but not served: {missing:?}\n{metrics}");
     assert_eq!(node.metric("ramen_mcp_in_flight").await, Some(0.0), "carries group and zone");
+    let cap = node.metric("ramen_mcp_in_flight_cap").await;
+    let configured = node.node().settings.in_flight_cap as f64;
+    assert_eq!(cap, Some(configured), "the cap in-flight is measured against");
     node.stop().await;
 }
 
