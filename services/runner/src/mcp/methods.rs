@@ -257,10 +257,13 @@ pub(crate) async fn call_runtime(
             "resources/read" => !grant.package(p),
             _ => !grant.name(p, target),
         });
+    // Counted by tool only when the catalog serves it: the label stays bounded.
+    let tool = (method == "tools/call" && package.is_some()).then_some(target);
     if refused {
-        node.metrics.record(
+        node.metrics.record_call(
             method,
             package.unwrap_or_default(),
+            tool,
             "refused",
             started.elapsed().as_secs_f64(),
         );
@@ -272,18 +275,20 @@ pub(crate) async fn call_runtime(
     }
     if hidden {
         node.metrics.blocked_calls.inc();
-        node.metrics.record(
+        node.metrics.record_call(
             method,
             package.unwrap_or_default(),
+            tool,
             "blocked",
             started.elapsed().as_secs_f64(),
         );
         return Reply::error(id_text, METHOD_NOT_FOUND, &blocked_message(method, target));
     }
     if let Err(refused) = check(&catalog) {
-        node.metrics.record(
+        node.metrics.record_call(
             method,
             package.unwrap_or_default(),
+            tool,
             "error",
             started.elapsed().as_secs_f64(),
         );
@@ -310,6 +315,7 @@ pub(crate) async fn call_runtime(
         id,
         method,
         package.unwrap_or_default().to_owned(),
+        tool.map(str::to_owned),
         request,
         accepts,
         started,

@@ -87,6 +87,23 @@ async fn calls_over_the_in_flight_cap_get_503_with_retry_after() {
         stats["result"]["structuredContent"]["finished"], 2,
         "the rejected call never reached the tool: {stats}"
     );
+    // Per tool: what the catalog serves is counted by name; a name it does not is not (the
+    // label stays bounded by what the group deploys, whatever clients send).
+    raw.call(10, "tools/call", json!({"name":"made.up"})).await;
+    let tool = |name: &str, outcome: &str| {
+        format!("ramen_mcp_tool_calls_total{{tool=\"{name}\",outcome=\"{outcome}\"}}")
+    };
+    assert_eq!(node.metric(&tool("slow.sleep", "ok")).await, Some(2.0));
+    assert_eq!(node.metric(&tool("slow.sleep", "overloaded")).await, Some(1.0));
+    assert_eq!(node.metric(&tool("slow.stats", "ok")).await, Some(1.0));
+    let metrics = reqwest::get(node.admin_url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(!metrics.contains("made.up"), "{metrics}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("ramen_mcp_tool_call_duration_seconds_count")
+            && l.contains("tool=\"slow.sleep\"")
+            && l.ends_with(" 3")),
+        "{metrics}"
+    );
     node.stop().await;
 }
 
