@@ -155,7 +155,10 @@ CASES = [
     (
         "sso issuer without the public URL (the redirect URI)",
         PROD,
-        [s("global.config.sso.issuer", "https://idp.example.com"), s("global.config.sso.clientId", "r")],
+        [
+            s("global.config.sso.issuer", "https://idp.example.com"),
+            s("global.config.sso.clientId", "r"),
+        ],
         ["global.config.sso.publicUrl is required", "/api/auth/sso/callback"],
     ),
     (

@@ -45,7 +45,9 @@ def _only_auth_holds_secret(render, ref: dict, ctx) -> None:
     for service in ctx.cli.services:
         if service != "auth":
             other = _secret_ref(render, service)
-            expect(other is None, f"{service} holds the client secret ({other}); only auth needs it")
+            expect(
+                other is None, f"{service} holds the client secret ({other}); only auth needs it"
+            )
     for deployment in render.kinds("Deployment"):
         expect(
             VALUE not in yaml.safe_dump(deployment),
@@ -57,7 +59,9 @@ def _settings_reach(render) -> None:
     for service in ("auth", "api-gateway"):
         got = env(render, service)
         for key, (var, value) in SETTINGS.items():
-            expect(got.get(var) == value, f"{service}: {var}={got.get(var)!r}, want {value!r} ({key})")
+            expect(
+                got.get(var) == value, f"{service}: {var}={got.get(var)!r}, want {value!r} ({key})"
+            )
 
 
 def existing(ctx) -> None:
@@ -72,7 +76,8 @@ def existing(ctx) -> None:
     )
     _settings_reach(render)
     _only_auth_holds_secret(render, {"name": "idp-client", "key": "secret"}, ctx)
-    expect(not render.kinds("Secret"), f"Secrets rendered beside existingSecret: {render.names('Secret')}")
+    secrets = render.names("Secret")
+    expect(not secrets, f"Secrets rendered beside existingSecret: {secrets}")
 
 
 def generated(ctx) -> None:
@@ -105,5 +110,6 @@ def absent(ctx) -> None:
             # The two booleans carry the binary's own defaults; nothing else is rendered.
             want = {"RAMEN_SSO__TRUST_EMAIL", "RAMEN_SSO__PASSWORD_SIGN_IN"}
             expect(got == want, f"{name} {service}: {sorted(got)}, want only {sorted(want)}")
-            expect(env(render, service)["RAMEN_SSO__PASSWORD_SIGN_IN"] == "true", f"{name} {service}")
+            passwords = env(render, service)["RAMEN_SSO__PASSWORD_SIGN_IN"]
+            expect(passwords == "true", f"{name} {service}: passwords {passwords}")
             expect(_secret_ref(render, service) is None, f"{name} {service}: a client secret")
