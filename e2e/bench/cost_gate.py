@@ -8,7 +8,7 @@ counters are dumped: the node's instructions over those requests, divided by the
 The Python runtime is a child process valgrind does not follow, so its work is not in the node's
 figure (its own figure is `runtime-direct`'s, not gated here).
 
-    cost_gate.py --runner <ramen-runner> --baseline <file> [--update] [--calls N]
+    cost_gate.py --runner <ramen-runner> --baseline <file> [--update] [--calls N] [--keep DIR]
 
 Fails (exit 1) when a path costs more than its baseline by more than the baseline's margin;
 `--update` writes the measured figures as the new baseline (commit it with the reason).
@@ -116,7 +116,7 @@ def instructions(dump_dir: Path, pid: int, before: set[Path]) -> int:
     raise RuntimeError(f"no summary in {new[-1]}")
 
 
-def measure(runner: Path, calls: int, work: Path) -> dict[str, int]:
+def measure(runner: Path, calls: int, work: Path, keep: Path | None = None) -> dict[str, int]:
     blobs = work / "blobs"
     packed = subprocess.run([sys.executable, str(HERE / "pack.py"), str(ROOT / "examples/hello-repo"),
                              str(blobs), "c0ffee"], check=True, capture_output=True, text=True).stdout.split()
@@ -178,6 +178,11 @@ enabled = false
             before = set(dumps.glob("callgrind.out.*"))
             callgrind_control("--dump", str(node.pid))
             figures[name] = instructions(dumps, node.pid, before) // calls
+            if keep:
+                keep.mkdir(parents=True, exist_ok=True)
+                newest = max(set(dumps.glob("callgrind.out.*")) - before, key=lambda p: p.stat().st_mtime)
+                slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
+                (keep / f"{slug}.callgrind").write_bytes(newest.read_bytes())
         return figures
     finally:
         os.killpg(node.pid, signal.SIGTERM)
@@ -193,9 +198,10 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, required=True)
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--update", action="store_true")
+    parser.add_argument("--keep", type=Path, help="copy each path's callgrind dump here (for callgrind_annotate)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cost-gate-") as work:
-        figures = measure(args.runner, args.calls, Path(work))
+        figures = measure(args.runner, args.calls, Path(work), args.keep)
     baseline = json.loads(args.baseline.read_text()) if args.baseline.exists() else {"margin": 0.1, "paths": {}}
     margin = baseline["margin"]
     failed = []
