@@ -22,6 +22,7 @@ GRAFANA_VARIABLES = {
     "$__interval": "1m",
     "$group": ".*",
     "$zone": ".*",
+    "$tool": ".*",
 }
 
 
