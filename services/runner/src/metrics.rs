@@ -63,7 +63,7 @@ impl NodeMetrics {
                 Histogram::new(exponential_buckets(0.00005, 2.0, 18))
             }),
             tool_calls: Family::default(),
-            // 100 µs .. ~26 s
+            // 100 µs .. ~13 s
             tool_duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.0001, 2.0, 18))
             }),
