@@ -66,16 +66,25 @@ impl Auth {
         if !verify_password(password, hash).await || user.value.password_hash.is_empty() {
             return Err(AuthError::BadCredentials);
         }
+        let user = self.record_login(&user.id).await?;
+        self.open_session(user, None).await
+    }
+
+    /// Notes the sign-in's time on the account (shown as "last login").
+    pub(crate) async fn record_login(
+        &self,
+        user_id: &str,
+    ) -> Result<Versioned<UserRecord>, AuthError> {
         let now = now_ms();
         let (user, ()) = self
             .db
             .users
-            .modify(&user.id, |u| {
+            .modify(user_id, |u| {
                 u.last_login_at_ms = Some(now);
                 Ok::<_, StoreError>(())
             })
             .await?;
-        self.open_session(user, None).await
+        Ok(user)
     }
 
     /// Signs an access token for `user` and adds a refresh token to `family` (new if `None`).

@@ -325,15 +325,7 @@ impl Auth {
                 issuer = %identity.issuer,
                 "the identity provider sent no groups claim: roles from sso.* mappings left as they were"
             );
-            let now = now_ms();
-            let (user, ()) = self
-                .db
-                .users
-                .modify(&user.id, |u| {
-                    u.last_login_at_ms = Some(now);
-                    Ok::<_, StoreError>(())
-                })
-                .await?;
+            let user = self.record_login(&user.id).await?;
             let changes = details([("groups", "no groups claim: mapping not applied".into())]);
             return Ok((user, changes));
         };
