@@ -19,7 +19,8 @@ stable keeps serving), rollback, a hostile tenant beside the group on local-a (e
 outside its own tools refused: the control plane's keys, other configs, the node's memory,
 the bus with and without a node's credentials, other nodes' ports, a forged `zone.deleted`),
 a killed worker (session and stateless calls keep
-succeeding), and the group's deletion leaving nothing behind. In `split` also: the deployer
+succeeding), and the group's deletion leaving nothing behind. Between them, MCP clients signing
+in with OAuth (e2e/oauth.py) and people signing in with SSO, console and CLI (e2e/sso.py). In `split` also: the deployer
 killed mid-deploy, and another deployer process finishing the job.
 
 Every step prints one line; a failed check exits 1 naming what was expected and what came.
