@@ -44,6 +44,7 @@ SESSION_COOKIES = ("ramen_access", "ramen_refresh", "ramen_csrf")
 # A provider group alice is not in: she must not become a super admin.
 ADMIN_GROUP = "ramen-admins"
 BOB_PASSWORD = "bob-password-0123456789"
+REDIRECTS = (302, 303, 307)
 
 
 class People:
@@ -89,7 +90,7 @@ class Browser:
             if stop(url):
                 return url
             page = self.http.get(url)
-            if page.status_code in (302, 303):
+            if page.status_code in REDIRECTS:
                 url = urllib.parse.urljoin(str(page.url), page.headers["location"])
                 continue
             action = re.search(r'<form[^>]*action="([^"]+)"', page.text)
@@ -99,7 +100,7 @@ class Browser:
             if 'name="login"' in page.text:
                 form.update(login=self.user, password="any")
             answer = self.http.post(urllib.parse.urljoin(str(page.url), action.group(1)), data=form)
-            if answer.status_code not in (302, 303):
+            if answer.status_code not in REDIRECTS:
                 raise RuntimeError(f"the provider did not take {self.user}'s form: {answer.status_code} {answer.text[:500]}")
             url = urllib.parse.urljoin(str(answer.url), answer.headers["location"])
         raise RuntimeError(f"{self.user}'s browser went round in circles from {url}")
@@ -199,7 +200,7 @@ def console_sign_in(api: str, group: str, helpers: dict[str, Any]) -> str:
     alice = Browser("alice")
     start = alice.get(f"{api}/api/auth/sso/start?next=/groups")
     bound = set_cookies(start).get("ramen_sso", "")
-    check(start.status_code in (302, 303) and bound, "the start redirects and binds the flow to the browser",
+    check(start.status_code in REDIRECTS and bound, "the start redirects and binds the flow to the browser",
           (start.status_code, start.headers))
     flags = bound.lower()
     check("httponly" in flags and "samesite=lax" in flags and "path=/api/auth/sso" in flags,
@@ -210,7 +211,7 @@ def console_sign_in(api: str, group: str, helpers: dict[str, Any]) -> str:
           "code + PKCE S256 + state + nonce, the groups scope asked for", query)
     callback = alice.until(landing(api, start), lambda u: u.startswith(f"{api}{CALLBACK}"))
     signed_in = alice.get(callback)
-    check(signed_in.status_code in (302, 303) and landing(api, signed_in) == f"{api}/groups",
+    check(signed_in.status_code in REDIRECTS and landing(api, signed_in) == f"{api}/groups",
           "the callback sends her on to /groups", (signed_in.status_code, signed_in.headers.get("location")))
     check(set(SESSION_COOKIES) <= set(set_cookies(signed_in)), "the session cookies set by the callback",
           signed_in.headers.get_list("set-cookie"))
@@ -256,7 +257,7 @@ def cross_browser_and_open_redirect(api: str, helpers: dict[str, Any]) -> None:
 
     for next_ in ("//evil.example", "https://evil.example/x", "/\\evil.example"):
         back = attacker.get(attacker.to_callback(api, next=next_))
-        check(back.status_code in (302, 303) and landing(api, back) == f"{api}/",
+        check(back.status_code in REDIRECTS and landing(api, back) == f"{api}/",
               f"next={next_} ends at /", (back.status_code, back.headers.get("location")))
 
 
@@ -269,7 +270,7 @@ def bob(api: str, admin: Admin, helpers: dict[str, Any]) -> None:
     refused = browser.get(browser.to_callback(api, next="/groups"))
     where = landing(api, refused)
     error = urllib.parse.parse_qs(urllib.parse.urlparse(where).query).get("error", [""])[0]
-    check(refused.status_code in (302, 303) and where.startswith(f"{api}/sign-in?") and "bob@example.com" in error,
+    check(refused.status_code in REDIRECTS and where.startswith(f"{api}/sign-in?") and "bob@example.com" in error,
           "back on the sign-in page with an error naming the email", (refused.status_code, where))
     check(not set(set_cookies(refused)) & set(SESSION_COOKIES), "no session for bob", refused.headers.get_list("set-cookie"))
     print(f"    refused: {error}", flush=True)
@@ -280,7 +281,7 @@ def bob(api: str, admin: Admin, helpers: dict[str, Any]) -> None:
 
     admin.call("DELETE", f"/api/users/{existing['id']}")
     welcomed = browser.get(browser.to_callback(api, next="/groups"))
-    check(welcomed.status_code in (302, 303) and landing(api, welcomed) == f"{api}/groups",
+    check(welcomed.status_code in REDIRECTS and landing(api, welcomed) == f"{api}/groups",
           "without that account bob is signed in", (welcomed.status_code, welcomed.headers.get("location")))
     me = browser.me(api)
     check(me["user"]["email"] == "bob@example.com" and me["user"]["id"] != existing["id"] and me["memberships"] == [],
@@ -411,7 +412,7 @@ def password_off(cluster: Any, people: People, helpers: dict[str, Any]) -> None:
 
         alice = Browser("alice")
         back = alice.get(alice.to_callback(api, next="/groups"))
-        check(back.status_code in (302, 303) and landing(api, back) == f"{api}/groups",
+        check(back.status_code in REDIRECTS and landing(api, back) == f"{api}/groups",
               "SSO sign-in still works", (back.status_code, back.headers.get("location")))
         me = alice.me(api)
         check(me["user"]["email"] == "alice@example.com" and me["user"]["super_admin"] is True and me["memberships"] == [],
