@@ -58,6 +58,10 @@ redacted_debug! {
     auth::LogoutRequest {} hide { refresh_token }
     auth::ChangePasswordRequest { user_id } hide { current_password, new_password }
     auth::VerifyAccessTokenRequest {} hide { access_token }
+    auth::StartSsoResponse {} hide { authorization_url, state }
+    auth::FinishSsoRequest { iss, error, error_description, client_addr } hide { state, code }
+    auth::FinishSsoResponse { session, error } hide { redirect }
+    auth::RedeemSsoCodeRequest { client_addr } hide { code, code_verifier }
     auth::CreateUserRequest { email, super_admin } hide { password }
     auth::CreateUserResponse { user } hide { one_time_password }
     auth::CreateMcpKeyResponse { key } hide { plaintext }
@@ -101,6 +105,18 @@ mod tests {
                 }
             ),
             format!("{:?}", zone::NodeSecret { name: "API".into(), value: SECRET.into() }),
+            format!("{:?}", auth::FinishSsoRequest { code: SECRET.into(), ..Default::default() }),
+            format!(
+                "{:?}",
+                auth::RedeemSsoCodeRequest { code_verifier: SECRET.into(), ..Default::default() }
+            ),
+            format!(
+                "{:?}",
+                auth::FinishSsoResponse {
+                    redirect: format!("http://127.0.0.1:1/callback?code={SECRET}"),
+                    ..Default::default()
+                }
+            ),
         ];
         for line in &printed {
             assert!(!line.contains(SECRET), "secret leaked: {line}");

@@ -66,6 +66,7 @@ pub struct Config {
     pub zone: ZoneConfig,
     pub gateway: GatewayConfig,
     pub mcp_auth: McpAuthConfig,
+    pub sso: SsoConfig,
     pub rebalancer: RebalancerConfig,
     pub kubernetes: crate::KubernetesConfig,
 }
@@ -87,6 +88,7 @@ impl Default for Config {
             zone: ZoneConfig::default(),
             gateway: GatewayConfig::default(),
             mcp_auth: McpAuthConfig::default(),
+            sso: SsoConfig::default(),
             rebalancer: RebalancerConfig::default(),
             kubernetes: crate::KubernetesConfig::default(),
         }
@@ -428,6 +430,121 @@ impl McpAuthConfig {
             listen_api.ip()
         };
         format!("http://{}", SocketAddr::new(ip, listen_api.port()))
+    }
+}
+
+/// People signing in with the organisation's OpenID provider (the console and
+/// `ramen login --sso`), the mapping of its groups to ramen's roles, and whether local
+/// passwords still sign anyone in. Read by auth (which runs the flow) and the api-gateway.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SsoConfig {
+    /// The provider's issuer URL (discovery at `<issuer>/.well-known/openid-configuration`);
+    /// empty = no single sign-on.
+    pub issuer: String,
+    /// ramen's client at the provider.
+    pub client_id: String,
+    /// Its secret (`client_secret_basic`); empty = a public client, PKCE alone.
+    pub client_secret: Secret,
+    /// Comma-separated scopes asked for; `openid` is always added.
+    pub scopes: String,
+    /// The console's button says "Sign in with <display_name>".
+    pub display_name: String,
+    /// The URL people reach the console and API at; the redirect URI registered at the
+    /// provider is `<public_url>/api/auth/sso/callback`. Empty = `http://` + `listen.api`.
+    pub public_url: String,
+    /// The ID-token / userinfo claim listing the person's groups.
+    pub groups_claim: String,
+    /// Comma-separated provider groups whose members are super admins (granted and taken
+    /// away at each single sign-on; a super admin made by hand stays one).
+    pub super_admin_groups: String,
+    /// Comma-separated `<provider group>=<ramen group>:<admin|member>`: memberships a person
+    /// is given at each single sign-on, and loses (those it gave) when no longer matched.
+    pub memberships: String,
+    /// Link a first single sign-on to the existing account of the same email even when the
+    /// provider does not say `email_verified` (Entra ID never does).
+    pub trust_email: bool,
+    /// `false` = local passwords sign no one in: single sign-on only.
+    pub password_sign_in: bool,
+}
+
+impl Default for SsoConfig {
+    fn default() -> Self {
+        Self {
+            issuer: String::new(),
+            client_id: String::new(),
+            client_secret: Secret::default(),
+            scopes: "openid,email,profile".into(),
+            display_name: String::new(),
+            public_url: String::new(),
+            groups_claim: "groups".into(),
+            super_admin_groups: String::new(),
+            memberships: String::new(),
+            trust_email: false,
+            password_sign_in: true,
+        }
+    }
+}
+
+/// One entry of [`SsoConfig::memberships`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SsoMembership {
+    pub provider_group: String,
+    pub group: String,
+    /// `admin` or `member`.
+    pub role: String,
+}
+
+impl SsoConfig {
+    pub fn enabled(&self) -> bool {
+        !self.issuer.trim().is_empty()
+    }
+
+    pub fn scopes(&self) -> Vec<String> {
+        comma_list(&self.scopes)
+    }
+
+    pub fn super_admin_groups(&self) -> Vec<String> {
+        comma_list(&self.super_admin_groups)
+    }
+
+    /// The button's words.
+    pub fn button(&self) -> String {
+        match self.display_name.trim() {
+            "" => "Sign in with single sign-on".into(),
+            name => format!("Sign in with {name}"),
+        }
+    }
+
+    /// The redirect URI: `<public_url>/api/auth/sso/callback`.
+    pub fn redirect_uri(&self, listen_api: SocketAddr) -> String {
+        let public = McpAuthConfig { public_url: self.public_url.clone(), ..Default::default() };
+        format!("{}/api/auth/sso/callback", public.public_url(listen_api))
+    }
+
+    /// The parsed [`SsoConfig::memberships`]; the error names the entry.
+    pub fn memberships(&self) -> Result<Vec<SsoMembership>, String> {
+        comma_list(&self.memberships)
+            .into_iter()
+            .map(|entry| {
+                let parsed = entry.split_once('=').and_then(|(provider_group, target)| {
+                    let (group, role) = target.rsplit_once(':')?;
+                    let (provider_group, group, role) =
+                        (provider_group.trim(), group.trim(), role.trim());
+                    let ok = !provider_group.is_empty()
+                        && !group.is_empty()
+                        && matches!(role, "admin" | "member");
+                    ok.then(|| SsoMembership {
+                        provider_group: provider_group.into(),
+                        group: group.into(),
+                        role: role.into(),
+                    })
+                });
+                parsed.ok_or_else(|| {
+                    format!("{entry:?} is not `<provider group>=<ramen group>:<admin|member>`")
+                })
+            })
+            .collect()
     }
 }
 

@@ -172,6 +172,38 @@ const ABOUT: &[(&str, &str)] = &[
         "Comma-separated scopes advertised (a token needs one) on environments naming none",
     ),
     (
+        "sso.issuer",
+        "People sign in with this OpenID provider (the console and `ramen login --sso`); empty = no single sign-on",
+    ),
+    ("sso.client_id", "ramen's client at the provider"),
+    (
+        "sso.client_secret",
+        "The client's secret (`client_secret_basic`); empty = a public client, PKCE alone",
+    ),
+    ("sso.scopes", "Comma-separated scopes asked for; `openid` is always added"),
+    ("sso.display_name", "The console's button says \"Sign in with <display_name>\""),
+    (
+        "sso.public_url",
+        "The URL people reach the console at; the provider's redirect URI is `<public_url>/api/auth/sso/callback`; empty = `http://` + `listen.api`",
+    ),
+    ("sso.groups_claim", "The ID-token / userinfo claim listing the person's groups"),
+    (
+        "sso.super_admin_groups",
+        "Comma-separated provider groups whose members are super admins, granted and taken away at each sign-in",
+    ),
+    (
+        "sso.memberships",
+        "Comma-separated `<provider group>=<ramen group>:<admin|member>` memberships given (and taken back) at each sign-in",
+    ),
+    (
+        "sso.trust_email",
+        "Link a first sign-in to the account of the same email even without `email_verified` (Entra ID)",
+    ),
+    (
+        "sso.password_sign_in",
+        "`false` = local passwords sign no one in: single sign-on only (needs `sso.issuer`)",
+    ),
+    (
         "kubernetes.aws_endpoint",
         "IAM, ELBv2 and WAFv2 endpoint of AWS zones' cloud resources; empty = AWS (or `AWS_ENDPOINT_URL`)",
     ),

@@ -147,6 +147,52 @@ fn secrets_never_print() {
     assert!(!dump.contains("hunter2"));
 }
 
+/// Set through the figment, not the process environment: other tests read the environment
+/// concurrently (the property test below does not take Jail's lock).
+#[test]
+fn sso_settings_are_checked_and_name_their_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |pairs: &[(&str, &str)]| {
+        let mut figment =
+            Config::figment(None).merge(("data_dir", dir.path().display().to_string()));
+        for (key, value) in pairs {
+            figment = match value.parse::<bool>() {
+                Ok(flag) => figment.merge((*key, flag)),
+                Err(_) => figment.merge((*key, *value)),
+            };
+        }
+        Config::from_figment(figment)
+    };
+    let err = load(&[("sso.password_sign_in", "false")]).unwrap_err().to_string();
+    assert!(err.contains("sso.password_sign_in") && err.contains("sso.issuer"), "{err}");
+
+    let mut pairs = vec![("sso.password_sign_in", "false"), ("sso.issuer", "https://idp.example")];
+    let err = load(&pairs).unwrap_err().to_string();
+    assert!(err.contains("sso.client_id"), "{err}");
+
+    pairs.push(("sso.client_id", "ramen"));
+    pairs.push(("sso.memberships", "devs=payments:admin, ops=payments:owner"));
+    let err = load(&pairs).unwrap_err().to_string();
+    assert!(err.contains("sso.memberships") && err.contains("ops=payments:owner"), "{err}");
+
+    pairs.push(("sso.memberships", "devs=payments:admin, Payments.Viewer=payments:member"));
+    let config = load(&pairs).unwrap();
+    let memberships = config.sso.memberships().unwrap();
+    assert_eq!(memberships[1].provider_group, "Payments.Viewer");
+    assert_eq!(
+        (memberships[0].group.as_str(), memberships[0].role.as_str()),
+        ("payments", "admin")
+    );
+    assert_eq!(config.sso.scopes(), vec!["openid", "email", "profile"]);
+    assert!(!config.sso.password_sign_in);
+    let api = "0.0.0.0:7100".parse().unwrap();
+    assert_eq!(config.sso.redirect_uri(api), "http://127.0.0.1:7100/api/auth/sso/callback");
+
+    pairs.push(("sso.public_url", "ramen.example.com"));
+    let err = load(&pairs).unwrap_err().to_string();
+    assert!(err.contains("sso.public_url"), "{err}");
+}
+
 mod reference_page {
     use figment::value::UncasedStr;
 

@@ -44,6 +44,7 @@ impl Config {
                 format!("{public_url:?} is not an http(s) URL"),
             ));
         }
+        self.validate_sso()?;
         if nats.max_deliver < 1 {
             return Err(ConfigError::invalid("nats.max_deliver", "must be at least 1"));
         }
@@ -86,6 +87,47 @@ impl Config {
         self.validate_listen()?;
         self.kubernetes.validate()?;
         self.validate_keys(needs)
+    }
+
+    fn validate_sso(&self) -> Result<(), ConfigError> {
+        let sso = &self.sso;
+        let web = |url: &str| url.starts_with("https://") || url.starts_with("http://");
+        if !sso.enabled() {
+            if !sso.password_sign_in {
+                return Err(ConfigError::invalid(
+                    "sso.password_sign_in",
+                    "false needs sso.issuer: without single sign-on no one could sign in",
+                ));
+            }
+            return Ok(());
+        }
+        if !web(sso.issuer.trim()) {
+            return Err(ConfigError::invalid(
+                "sso.issuer",
+                format!("{:?} is not an http(s) URL", sso.issuer),
+            ));
+        }
+        if sso.client_id.trim().is_empty() {
+            return Err(ConfigError::invalid("sso.client_id", "is needed with sso.issuer"));
+        }
+        let public_url = sso.public_url.trim();
+        if !(public_url.is_empty() || web(public_url)) {
+            return Err(ConfigError::invalid(
+                "sso.public_url",
+                format!("{public_url:?} is not an http(s) URL"),
+            ));
+        }
+        if public_url.is_empty() && self.mode == crate::Mode::Cloud {
+            return Err(ConfigError::invalid(
+                "sso.public_url",
+                "is needed in cloud mode: the provider sends people back to it",
+            ));
+        }
+        if sso.groups_claim.trim().is_empty() {
+            return Err(ConfigError::invalid("sso.groups_claim", "must not be empty"));
+        }
+        sso.memberships().map_err(|why| ConfigError::invalid("sso.memberships", why))?;
+        Ok(())
     }
 
     fn validate_listen(&self) -> Result<(), ConfigError> {

@@ -222,8 +222,8 @@ impl Issuers {
     }
 }
 
-/// `application/x-www-form-urlencoded` of `pairs`.
-fn url_form(pairs: &[(&str, &str)]) -> String {
+/// `application/x-www-form-urlencoded` of `pairs` (also a URL's query).
+pub fn url_form(pairs: &[(&str, &str)]) -> String {
     let encode = |s: &str| {
         s.bytes()
             .map(|b| match b {

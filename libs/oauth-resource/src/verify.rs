@@ -136,7 +136,7 @@ fn unix_now() -> u64 {
 /// Algorithms a token may be signed with: asymmetric only. An issuer publishes public keys; a
 /// verifier that took HS256 could be handed a token "signed" with a public key used as the
 /// shared secret (the algorithm confusion attack).
-const ALGORITHMS: [Algorithm; 7] = [
+pub const ALGORITHMS: [Algorithm; 7] = [
     Algorithm::RS256,
     Algorithm::RS384,
     Algorithm::RS512,
@@ -335,7 +335,8 @@ impl Verifier {
     }
 }
 
-fn same_issuer(a: &str, b: &str) -> bool {
+/// Two issuer URLs name the same issuer (a trailing slash aside).
+pub fn same_issuer(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 

@@ -20,7 +20,7 @@ pub use documented::{documented_metrics, undocumented_in};
 pub use eventually::{eventually, patience};
 pub use moto::Moto;
 pub use nats::Nats;
-pub use oidc::{MACHINE_CLIENT, OidcOptions, OidcProvider, ROBOT_CLIENT};
+pub use oidc::{MACHINE_CLIENT, OidcOptions, OidcProvider, RAMEN_CLIENT, ROBOT_CLIENT};
 pub use ports::{PortLease, free_port, lease_port};
 pub use process::{ServerProcess, find_binary};
 pub use redis::Redis;

@@ -21,6 +21,9 @@ const PROVIDER_VERSION: &str = "9.13.3";
 pub const MACHINE_CLIENT: (&str, &str) = ("machine", "machine-secret");
 /// Another confidential client: a second caller (subject `robot`).
 pub const ROBOT_CLIENT: (&str, &str) = ("robot", "robot-secret");
+/// ramen's own client, for people signing in (code + PKCE), redirecting to
+/// [`OidcOptions::sso_redirect_uris`].
+pub const RAMEN_CLIENT: (&str, &str) = ("ramen", "ramen-secret");
 
 /// What the provider issues.
 #[derive(Clone, Debug)]
@@ -31,6 +34,8 @@ pub struct OidcOptions {
     pub scopes: Vec<String>,
     /// Redirect URIs of the public client (`public`).
     pub redirect_uris: Vec<String>,
+    /// Redirect URIs of [`RAMEN_CLIENT`].
+    pub sso_redirect_uris: Vec<String>,
 }
 
 impl Default for OidcOptions {
@@ -39,6 +44,7 @@ impl Default for OidcOptions {
             token_ttl: Duration::from_secs(300),
             scopes: vec!["mcp:tools".into(), "mcp:admin".into()],
             redirect_uris: Vec::new(),
+            sso_redirect_uris: Vec::new(),
         }
     }
 }
@@ -68,6 +74,7 @@ impl OidcProvider {
             "token_ttl": options.token_ttl.as_secs().max(1),
             "scopes": options.scopes,
             "redirect_uris": options.redirect_uris,
+            "sso_redirect_uris": options.sso_redirect_uris,
         });
         let args = vec![script.display().to_string(), config.to_string()];
         let server = ServerProcess::spawn("oidc-provider", node, args, dir.path())?;
@@ -132,6 +139,92 @@ impl OidcProvider {
             bail!("the provider refused a token: {status} {body}");
         }
         body["access_token"].as_str().map(str::to_owned).context("no access_token in the answer")
+    }
+}
+
+impl OidcProvider {
+    /// What a person does in the browser: opens `authorization_url`, signs in as `user` on the
+    /// provider's login page (any password), consents, and is sent back; answers the URL the
+    /// provider redirected to once it starts with `redirect_prefix` (not fetched).
+    pub async fn sign_in(
+        &self,
+        user: &str,
+        authorization_url: &str,
+        redirect_prefix: &str,
+    ) -> anyhow::Result<String> {
+        let browser =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        let mut jar: Vec<(String, String)> = Vec::new();
+        let mut url = authorization_url.to_owned();
+        let mut form: Option<Vec<(String, String)>> = None;
+        for _ in 0..30 {
+            if url.starts_with(redirect_prefix) {
+                return Ok(url);
+            }
+            let cookies: Vec<String> = jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let request = match form.take() {
+                Some(fields) => {
+                    let body: Vec<String> = fields
+                        .iter()
+                        .map(|(k, v)| {
+                            format!(
+                                "{}={}",
+                                crate::moto::form_encode(k),
+                                crate::moto::form_encode(v)
+                            )
+                        })
+                        .collect();
+                    browser
+                        .post(&url)
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(body.join("&"))
+                }
+                None => browser.get(&url),
+            };
+            let answer = request.header("cookie", cookies.join("; ")).send().await?;
+            for value in answer.headers().get_all("set-cookie") {
+                let pair = value.to_str()?.split(';').next().unwrap_or_default();
+                if let Some((name, value)) = pair.split_once('=') {
+                    jar.retain(|(k, _)| k != name);
+                    jar.push((name.trim().to_owned(), value.trim().to_owned()));
+                }
+            }
+            let base = answer.url().clone();
+            if answer.status().is_redirection() {
+                let location = answer
+                    .headers()
+                    .get("location")
+                    .context("a redirect without location")?
+                    .to_str()?;
+                url = base.join(location)?.to_string();
+                continue;
+            }
+            let page = answer.text().await?;
+            let action = page
+                .split("<form")
+                .nth(1)
+                .and_then(|f| f.split("action=\"").nth(1))
+                .and_then(|a| a.split('"').next())
+                .with_context(|| {
+                    format!("a provider page without a form: {}", &page[..page.len().min(500)])
+                })?;
+            let mut fields: Vec<(String, String)> = page
+                .split("<input type=\"hidden\" name=\"")
+                .skip(1)
+                .filter_map(|rest| {
+                    let (name, rest) = rest.split_once('"')?;
+                    let value = rest.split("value=\"").nth(1)?.split('"').next()?;
+                    Some((name.to_owned(), value.to_owned()))
+                })
+                .collect();
+            if page.contains("name=\"login\"") {
+                fields.push(("login".into(), user.into()));
+                fields.push(("password".into(), "any".into()));
+            }
+            url = base.join(action)?.to_string();
+            form = Some(fields);
+        }
+        bail!("the sign-in did not come back to {redirect_prefix}")
     }
 }
 

@@ -73,6 +73,13 @@ impl RateLimiter {
         .await
     }
 
+    /// Single sign-on starts (each keeps a flow in the store) and CLI code redemptions, per
+    /// source, on the sign-in budget of that source.
+    pub async fn sso(&self, addr: IpAddr) -> Result<(), ApiError> {
+        let source = source(addr);
+        self.take(&[(format!("rl:sso:addr:{source}"), self.limits.login_per_address)]).await
+    }
+
     /// Password changes check the current password, so they count as login attempts of the
     /// account from that source.
     pub async fn password_change(&self, email: &str, addr: IpAddr) -> Result<(), ApiError> {

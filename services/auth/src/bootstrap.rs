@@ -41,6 +41,10 @@ impl fmt::Debug for BootstrapAdmin {
 
 /// The email to bootstrap with, if any.
 pub fn bootstrap_email(config: &Config) -> Option<String> {
+    // Nobody could use a one-time password: super admins come from sso.super_admin_groups.
+    if !config.sso.password_sign_in {
+        return None;
+    }
     let configured = config.auth.bootstrap_admin_email.trim();
     match (configured.is_empty(), config.mode) {
         (false, _) => Some(configured.to_owned()),

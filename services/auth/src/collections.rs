@@ -6,7 +6,8 @@ use ramen_store::{Collection, CollectionSpec, DocumentStore, StoreError};
 
 use crate::model::{
     AuditRecord, BoundsRecord, GroupRecord, McpKeyRecord, MembershipRecord, PendingAccountRecord,
-    RefreshRecord, RevokedSessionRecord, SecretRecord, ServiceAccountRecord, UserRecord,
+    RefreshRecord, RevokedSessionRecord, SecretRecord, ServiceAccountRecord, SsoCodeRecord,
+    SsoFlowRecord, UserRecord,
 };
 
 pub const USERS: &str = "auth_users";
@@ -20,6 +21,8 @@ pub const SECRETS: &str = "auth_secrets";
 pub const SERVICE_ACCOUNTS: &str = "auth_service_accounts";
 pub const BOUNDS: &str = "auth_service_account_bounds";
 pub const AUDIT: &str = "auth_audit";
+pub const SSO_FLOWS: &str = "auth_sso_flows";
+pub const SSO_CODES: &str = "auth_sso_codes";
 
 #[derive(Clone)]
 pub struct Collections {
@@ -34,6 +37,8 @@ pub struct Collections {
     pub service_accounts: Collection<ServiceAccountRecord>,
     pub bounds: Collection<BoundsRecord>,
     pub audit: Collection<AuditRecord>,
+    pub sso_flows: Collection<SsoFlowRecord>,
+    pub sso_codes: Collection<SsoCodeRecord>,
 }
 
 impl Collections {
@@ -49,14 +54,16 @@ impl Collections {
             secrets: Collection::new(store.clone(), SECRETS),
             service_accounts: Collection::new(store.clone(), SERVICE_ACCOUNTS),
             bounds: Collection::new(store.clone(), BOUNDS),
-            audit: Collection::new(store, AUDIT),
+            audit: Collection::new(store.clone(), AUDIT),
+            sso_flows: Collection::new(store.clone(), SSO_FLOWS),
+            sso_codes: Collection::new(store, SSO_CODES),
         }
     }
 
     pub async fn ensure(&self) -> Result<(), StoreError> {
         let store = self.users.store();
         let specs = [
-            CollectionSpec::new(USERS).unique("email", ["email"]),
+            CollectionSpec::new(USERS).unique("email", ["email"]).index("sso", ["sso_id"]),
             CollectionSpec::new(GROUPS),
             CollectionSpec::new(MEMBERSHIPS).index("group", ["group"]).index("user", ["user_id"]),
             CollectionSpec::new(PENDING_ACCOUNTS).index("user", ["user_id"]),
@@ -69,6 +76,8 @@ impl Collections {
             CollectionSpec::new(SERVICE_ACCOUNTS),
             CollectionSpec::new(BOUNDS),
             CollectionSpec::new(AUDIT).index("at", ["at_ms"]).index("group_at", ["group", "at_ms"]),
+            CollectionSpec::new(SSO_FLOWS).index("expires", ["expires_at_ms"]),
+            CollectionSpec::new(SSO_CODES).index("expires", ["expires_at_ms"]),
         ];
         for spec in &specs {
             store.ensure_collection(spec).await?;

@@ -40,6 +40,9 @@ pub enum AuthError {
     Bus(#[from] ramen_bus::BusError),
     #[error("{0}")]
     Unavailable(String),
+    /// A feature this platform is not set up for (single sign-on without `sso.issuer`).
+    #[error("{0}")]
+    NotConfigured(String),
 }
 
 impl AuthError {
@@ -65,7 +68,9 @@ impl From<AuthError> for Status {
                 ErrorReason::PasswordChangeRequired.attach(Status::failed_precondition(message))
             }
             AuthError::Denied(_) => Status::permission_denied(message),
-            AuthError::NotFound(_) | AuthError::GroupNotFound(_) => Status::not_found(message),
+            AuthError::NotFound(_) | AuthError::GroupNotFound(_) | AuthError::NotConfigured(_) => {
+                Status::not_found(message)
+            }
             AuthError::AlreadyExists(_) => Status::already_exists(message),
             AuthError::Conflict(_) => Status::aborted(message),
             // Fails closed, and the details stay in the server log.

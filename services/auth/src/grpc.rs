@@ -70,6 +70,70 @@ impl AuthService for AuthGrpc {
         ok(GetBootstrapStatusResponse { has_users, bootstrap_password_pending })
     }
 
+    async fn get_sign_in_options(
+        &self,
+        _: Request<GetSignInOptionsRequest>,
+    ) -> Answer<SignInOptions> {
+        let options = self.0.sign_in_options();
+        ok(SignInOptions {
+            sso_enabled: options.sso_enabled,
+            sso_button: options.sso_button,
+            password_sign_in: options.password_sign_in,
+        })
+    }
+
+    async fn start_sso(&self, request: Request<StartSsoRequest>) -> Answer<StartSsoResponse> {
+        let r = request.into_inner();
+        let cli = match (r.cli_port, r.cli_code_challenge.is_empty()) {
+            (0, true) => None,
+            (port, false) if port > 0 => {
+                let port = u16::try_from(port).map_err(|_| {
+                    Status::invalid_argument(format!("cli_port: {port} is not a port number"))
+                })?;
+                Some((port, r.cli_code_challenge))
+            }
+            _ => {
+                return Err(Status::invalid_argument(
+                    "cli_port and code_challenge: a CLI sign-in needs both",
+                ));
+            }
+        };
+        let started = self.0.start_sso(&r.next, cli).await?;
+        ok(StartSsoResponse { authorization_url: started.authorization_url, state: started.state })
+    }
+
+    async fn finish_sso(&self, request: Request<FinishSsoRequest>) -> Answer<FinishSsoResponse> {
+        let (caller, r) = split(request);
+        let callback = crate::Callback {
+            state: &r.state,
+            code: &r.code,
+            iss: &r.iss,
+            error: &r.error,
+            error_description: &r.error_description,
+        };
+        ok(match self.0.finish_sso(&caller, callback).await? {
+            crate::SsoFinish::Console { session, next } => FinishSsoResponse {
+                redirect: next,
+                session: Some(conv::session(*session)),
+                error: String::new(),
+            },
+            crate::SsoFinish::ConsoleFailed { error } => {
+                FinishSsoResponse { redirect: String::new(), session: None, error }
+            }
+            crate::SsoFinish::Cli { redirect } => {
+                FinishSsoResponse { redirect, session: None, error: String::new() }
+            }
+        })
+    }
+
+    async fn redeem_sso_code(
+        &self,
+        request: Request<RedeemSsoCodeRequest>,
+    ) -> Answer<LoginResponse> {
+        let r = request.into_inner();
+        ok(conv::session(self.0.redeem_sso_code(&r.code, &r.code_verifier).await?))
+    }
+
     async fn verify_access_token(
         &self,
         request: Request<VerifyAccessTokenRequest>,

@@ -28,6 +28,7 @@ mod refresh;
 mod secrets;
 mod service_account;
 mod sessions;
+mod sso;
 mod users;
 mod validate;
 
@@ -50,6 +51,7 @@ pub use model::Role;
 pub use ramen_access::{Caller, Need, SERVICE_ACTORS, Standing, decide, need};
 pub use secrets::{ResealReport, Resolved, Scope, reseal};
 pub use sessions::Session;
+pub use sso::{Callback, SignInOptions, SsoFinish, SsoStart};
 
 use crate::events::Events;
 use crate::seal::Sealer;
@@ -80,6 +82,7 @@ pub struct Auth {
     sealer: Arc<Sealer>,
     events: Events,
     refresh_ttl: Duration,
+    sso: Arc<sso::SsoSettings>,
 }
 
 impl Auth {
@@ -95,6 +98,7 @@ impl Auth {
             sealer: Arc::new(Sealer::from_config(&config.auth)?),
             events: Events::new(bus),
             refresh_ttl: config.auth.refresh_ttl,
+            sso: sso::SsoSettings::from_config(config),
         };
         auth.db.ensure().await?;
         auth.events.ensure_stream(&config.nats).await?;

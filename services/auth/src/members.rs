@@ -65,6 +65,8 @@ impl Auth {
                 user_id: user_id.clone(),
                 role,
                 created_at_ms: existing.map_or_else(now_ms, |m| m.value.created_at_ms),
+                // Made by hand now: single sign-on leaves it alone from here on.
+                from_sso: false,
             };
             self.db.memberships.put(&membership_id(group, &user_id), &membership).await?;
             Ok(Member { membership, email })

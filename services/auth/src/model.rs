@@ -33,6 +33,14 @@ pub struct UserRecord {
     pub updated_at_ms: i64,
     #[serde(default)]
     pub last_login_at_ms: Option<i64>,
+    /// `<issuer> <subject>` of the OpenID identity that signs in as this account, once one
+    /// has (single sign-on); found by it from then on, whatever the email becomes.
+    #[serde(default)]
+    pub sso_id: Option<String>,
+    /// A super admin because of `sso.super_admin_groups`: taken away at a sign-in no longer
+    /// matching them (a super admin made by hand is not).
+    #[serde(default)]
+    pub sso_super_admin: bool,
 }
 
 pub use ramen_access::Role;
@@ -52,6 +60,10 @@ pub struct MembershipRecord {
     pub user_id: String,
     pub role: Role,
     pub created_at_ms: i64,
+    /// Given by `sso.memberships` (changed or removed at a sign-in no longer matching it);
+    /// a membership made by hand never is.
+    #[serde(default)]
+    pub from_sso: bool,
 }
 
 pub fn membership_id(group: &str, user_id: &str) -> String {
@@ -87,6 +99,32 @@ pub struct RefreshRecord {
 pub struct RevokedSessionRecord {
     pub user_id: String,
     pub revoked_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// `auth_sso_flows`, id = lowercase hex SHA-256 of the flow's `state`: a single sign-on
+/// between its start and its callback (taken, i.e. deleted, by the callback: once only).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SsoFlowRecord {
+    pub nonce: String,
+    /// The PKCE verifier of the code the provider will send.
+    pub verifier: String,
+    /// Console: where to land afterwards.
+    pub next: String,
+    /// CLI: the loopback port and the S256 challenge of the CLI's own verifier.
+    #[serde(default)]
+    pub cli_port: Option<u16>,
+    #[serde(default)]
+    pub cli_challenge: Option<String>,
+    pub expires_at_ms: i64,
+}
+
+/// `auth_sso_codes`, id = lowercase hex SHA-256 of a one-time code handed to the CLI's
+/// loopback: redeemed (deleted) once, with the verifier of `challenge`, before it expires.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SsoCodeRecord {
+    pub user_id: String,
+    pub challenge: String,
     pub expires_at_ms: i64,
 }
 

@@ -176,6 +176,9 @@ impl Auth {
         let tokens =
             self.db.refresh.delete_many(&Filter::new().lt("expires_at_ms", cutoff)).await?;
         let ended = self.db.revoked.delete_many(&Filter::new().lt("expires_at_ms", now)).await?;
-        Ok(tokens + ended)
+        // Sign-ins started and never finished, and CLI codes never redeemed.
+        let flows = self.db.sso_flows.delete_many(&Filter::new().lt("expires_at_ms", now)).await?;
+        let codes = self.db.sso_codes.delete_many(&Filter::new().lt("expires_at_ms", now)).await?;
+        Ok(tokens + ended + flows + codes)
     }
 }

@@ -49,6 +49,7 @@ impl Auth {
     }
 
     async fn try_login(&self, email: &str, password: &str) -> Result<Session, AuthError> {
+        self.sso.password_sign_in()?;
         let email = validate::email(email).map_err(|_| AuthError::BadCredentials)?;
         let user = self.db.users.find_one(Filter::new().eq("email", email.as_str())).await?;
         let Some(user) = user else {
@@ -150,6 +151,7 @@ impl Auth {
         current: &str,
         new: &str,
     ) -> Result<Session, AuthError> {
+        self.sso.password_sign_in()?;
         if caller.actor != user_id {
             return Err(AuthError::Denied("users change only their own password".into()));
         }

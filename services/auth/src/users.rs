@@ -62,6 +62,8 @@ impl Auth {
             created_at_ms: now,
             updated_at_ms: now,
             last_login_at_ms: None,
+            sso_id: None,
+            sso_super_admin: false,
         };
         // Memberships a group admin made for this email before it had an account hold now.
         let id = self.id_for_new_account(&email).await?;

@@ -18,6 +18,16 @@ use super::viewer::Viewer;
 #[derive(Default, Deserialize)]
 pub struct NextQuery {
     next: Option<String>,
+    /// Why a single sign-on failed (the callback sends the browser here with it).
+    error: Option<String>,
+}
+
+/// How people may sign in (`GET /api/auth/sso`).
+#[derive(Deserialize)]
+struct SignInOptions {
+    enabled: bool,
+    button: String,
+    password_sign_in: bool,
 }
 
 /// A same-origin path to go to after signing in (never another origin: `//host`, `/\host`).
@@ -42,21 +52,38 @@ pub async fn sign_in(
     {
         return Redirect::to(&next).into_response();
     }
+    // Without an answer, the page offers what every platform has: passwords.
+    let options = console
+        .api
+        .get::<SignInOptions>(&ctx, "/api/auth/sso")
+        .await
+        .unwrap_or(SignInOptions { enabled: false, button: String::new(), password_sign_in: true });
+    let sso_start =
+        format!("/api/auth/sso/start?{}", ramen_oauth_resource::url_form(&[("next", &next)]));
     bare(
         "Sign in",
         StatusCode::OK,
         html! {
             h1 { "Sign in" }
-            (noscript())
-            form.stack data-api="/api/auth/login" data-then="signin" data-next=(next) data-resume {
-                label { "Email" input name="email" type="email" autocomplete="username" required autofocus; }
-                label { "Password" input name="password" type="password" autocomplete="current-password" required; }
-                (form_error())
-                button.primary type="submit" { "Sign in" }
+            @if let Some(error) = q.error.as_deref().filter(|e| !e.is_empty()) {
+                div.form-error role="alert" { "Single sign-on failed: " (error) }
             }
-            p.muted.small {
-                "First start? Use the email and one-time password "
-                code { "ramen up" } " printed; you will choose your own password next."
+            @if options.enabled {
+                p { a.button.primary href=(sso_start) data-sso { (options.button) } }
+            }
+            @if options.password_sign_in {
+                (noscript())
+                @if options.enabled { p.muted.small { "Or with a ramen password:" } }
+                form.stack data-api="/api/auth/login" data-then="signin" data-next=(next) data-resume {
+                    label { "Email" input name="email" type="email" autocomplete="username" required autofocus[!options.enabled]; }
+                    label { "Password" input name="password" type="password" autocomplete="current-password" required; }
+                    (form_error())
+                    button type="submit" class=(if options.enabled { "" } else { "primary" }) { "Sign in" }
+                }
+                p.muted.small {
+                    "First start? Use the email and one-time password "
+                    code { "ramen up" } " printed; you will choose your own password next."
+                }
             }
         },
     )

@@ -93,7 +93,7 @@ fn seconds_until(at: Option<&prost_types::Timestamp>) -> i64 {
 }
 
 /// The session as JSON plus its cookies.
-fn session(gateway: &Gateway, answer: pb::LoginResponse) -> Response {
+pub(super) fn session(gateway: &Gateway, answer: pb::LoginResponse) -> Response {
     let tokens = answer.tokens.unwrap_or_default();
     let mut raw = [0u8; 24];
     rand::rngs::OsRng.fill_bytes(&mut raw);

@@ -28,6 +28,7 @@ mod packages;
 mod placements;
 mod secrets;
 mod service_account;
+mod sso;
 mod users;
 pub mod views;
 mod visible;
@@ -101,6 +102,7 @@ pub fn table() -> Vec<Route> {
     let mut routes = Vec::new();
     routes.extend(info::routes());
     routes.extend(auth::routes());
+    routes.extend(sso::routes());
     routes.extend(users::routes());
     routes.extend(members::routes());
     routes.extend(keys::routes());

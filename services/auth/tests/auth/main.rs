@@ -7,4 +7,5 @@ mod keys;
 mod secrets;
 mod service_account;
 mod sessions;
+mod sso;
 mod support;

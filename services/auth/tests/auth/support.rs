@@ -41,11 +41,17 @@ pub struct World {
 
 impl World {
     pub async fn start() -> World {
+        Self::start_with(|_| {}).await
+    }
+
+    /// With the test's own settings on top of [`config`].
+    pub async fn start_with(change: impl FnOnce(&mut Config)) -> World {
         let nats = Nats::start().await.expect("nats-server");
         let dir = tempfile::tempdir().unwrap();
-        let platform = Platform::open(config(dir.path(), &KEY_A), &nats.url(), Shutdown::new())
-            .await
-            .expect("platform");
+        let mut config = config(dir.path(), &KEY_A);
+        change(&mut config);
+        let platform =
+            Platform::open(config, &nats.url(), Shutdown::new()).await.expect("platform");
         let started = ramen_auth::launch(platform.clone()).await.expect("auth starts");
         let url = format!("http://{}", started.running.addr);
         let channel =

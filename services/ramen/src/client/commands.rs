@@ -21,9 +21,17 @@ pub struct Common {
 
 #[derive(Subcommand, Debug)]
 pub enum ClientCommand {
-    /// Log in and store the session (prompts for the password unless --password-stdin).
+    /// Log in and store the session: with an email and password (prompted for unless
+    /// --password-stdin), or with the organisation's identity provider (--sso).
     Login {
-        email: String,
+        #[arg(required_unless_present = "sso", conflicts_with = "sso")]
+        email: Option<String>,
+        /// Single sign-on: sign in in a browser, at the organisation's identity provider.
+        #[arg(long)]
+        sso: bool,
+        /// With --sso: print the URL to open instead of starting a browser.
+        #[arg(long, requires = "sso")]
+        no_browser: bool,
         /// Read the password from stdin (scripts).
         #[arg(long)]
         password_stdin: bool,
@@ -259,8 +267,13 @@ pub async fn run(command: ClientCommand, common: Common) -> Outcome<()> {
     let mut api = Api::new(common.api.clone());
     let json = common.json;
     match command {
-        ClientCommand::Login { email, password_stdin, new_password } => {
-            login(&mut api, &email, password_stdin, new_password, json).await
+        ClientCommand::Login { email, sso, no_browser, password_stdin, new_password } => {
+            match email {
+                Some(email) if !sso => {
+                    login(&mut api, &email, password_stdin, new_password, json).await
+                }
+                _ => super::sso::login(&mut api, !no_browser, json).await,
+            }
         }
         ClientCommand::Zone(cmd) => zone(&mut api, cmd, json).await,
         ClientCommand::Group(cmd) => group(&mut api, cmd, json).await,

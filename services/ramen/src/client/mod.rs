@@ -7,6 +7,7 @@ mod commands;
 mod credentials;
 mod deploy;
 mod output;
+mod sso;
 
 pub use commands::{ClientCommand, Common, run};
 
