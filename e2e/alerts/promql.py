@@ -20,7 +20,6 @@ GRAFANA_VARIABLES = {
     "$__rate_interval": "5m",
     "$__range": "1h",
     "$__interval": "1m",
-    "$in_flight_cap": "64",
     "$group": ".*",
     "$zone": ".*",
 }

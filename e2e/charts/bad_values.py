@@ -128,6 +128,40 @@ CASES = [
         ],
     ),
     (
+        "sso client secret beside existingSecret",
+        PROD,
+        [s("global.secrets.sso.existingSecret", "idp"), s("global.secrets.sso.clientSecret", "x")],
+        [
+            "global.secrets.sso.clientSecret is set together with"
+            " global.secrets.sso.existingSecret (idp)",
+            "key client-secret",
+        ],
+    ),
+    (
+        "passwords off without single sign-on (no one could sign in)",
+        PROD,
+        [s("global.config.sso.passwordSignIn", "false")],
+        ["global.config.sso.passwordSignIn=false needs global.config.sso.issuer"],
+    ),
+    (
+        "sso issuer without a client id",
+        PROD,
+        [
+            s("global.config.sso.issuer", "https://idp.example.com"),
+            s("global.config.sso.publicUrl", "https://ramen.example.com"),
+        ],
+        ["global.config.sso.clientId is required with global.config.sso.issuer"],
+    ),
+    (
+        "sso issuer without the public URL (the redirect URI)",
+        PROD,
+        [
+            s("global.config.sso.issuer", "https://idp.example.com"),
+            s("global.config.sso.clientId", "r"),
+        ],
+        ["global.config.sso.publicUrl is required", "/api/auth/sso/callback"],
+    ),
+    (
         "KEDA min above max",
         PROD,
         [

@@ -9,6 +9,7 @@ import pathlib
 import yaml
 
 import rust_src
+import sso
 from harness import RELEASE, Suite, container, env, env_of, expect
 
 FULL = pathlib.Path(__file__).resolve().parent / "values" / "full-config.yaml"
@@ -42,6 +43,16 @@ CONFIG_ENV = {
     "mcpAuth.defaultMode": "RAMEN_MCP_AUTH__DEFAULT_MODE",
     "mcpAuth.issuers": "RAMEN_MCP_AUTH__ISSUERS",
     "mcpAuth.scopes": "RAMEN_MCP_AUTH__SCOPES",
+    "sso.issuer": "RAMEN_SSO__ISSUER",
+    "sso.clientId": "RAMEN_SSO__CLIENT_ID",
+    "sso.publicUrl": "RAMEN_SSO__PUBLIC_URL",
+    "sso.scopes": "RAMEN_SSO__SCOPES",
+    "sso.displayName": "RAMEN_SSO__DISPLAY_NAME",
+    "sso.groupsClaim": "RAMEN_SSO__GROUPS_CLAIM",
+    "sso.superAdminGroups": "RAMEN_SSO__SUPER_ADMIN_GROUPS",
+    "sso.memberships": "RAMEN_SSO__MEMBERSHIPS",
+    "sso.trustEmail": "RAMEN_SSO__TRUST_EMAIL",
+    "sso.passwordSignIn": "RAMEN_SSO__PASSWORD_SIGN_IN",
 }
 # Not env: the KEDA scrape target, and the margin that only sizes the grace period.
 CONFIG_NOT_ENV = {
@@ -79,6 +90,7 @@ def run(suite: Suite, ctx) -> None:
     suite.check("every global.config knob and secret value reaches the pods", full_config, ctx)
     suite.check("pods: every RAMEN_* variable is one the binary reads", env_names, ctx)
     suite.check("NATS users: each service mounts its own credentials", nats_users, ctx)
+    sso.run(suite, ctx, full_render)
 
 
 def _env_from(render) -> set[tuple[str, ...]]:

@@ -212,5 +212,23 @@ impl Grant {
     }
 }
 
+/// What a call names, by its method: a `tool`, `prompt` or `resource`; `None` for methods
+/// that name nothing.
+pub fn target_kind(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" => Some("tool"),
+        "prompts/get" => Some("prompt"),
+        "resources/read" => Some("resource"),
+        _ => None,
+    }
+}
+
+/// The answer to a target the caller may not use (-32601, as for a blocked one: to this caller
+/// it does not exist), in the same words from the node and the edge; `method` is the call's.
+pub fn not_available_message(method: &str, target: &str) -> String {
+    let what = target_kind(method).unwrap_or("tool");
+    format!("{what} `{target}` is not available to this caller on this environment")
+}
+
 #[cfg(test)]
 mod tests;

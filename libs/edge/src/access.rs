@@ -100,13 +100,6 @@ fn digest(bearer: &str) -> String {
     hex::encode(&ramen_node_contract::key_digest(bearer)[..12])
 }
 
-fn bearer(authorization: Option<&str>) -> Option<&str> {
-    authorization
-        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-}
-
 /// MCP keys are minted by auth as `rk_<random>`; anything else presented where tokens are
 /// taken is a token, so a JWT never costs a key lookup (nor a key a token verification).
 const KEY_PREFIX: &str = "rk_";
@@ -131,7 +124,7 @@ impl Gate {
         authorization: Option<&str>,
     ) -> Result<EdgeCaller, Refused> {
         let mode = auth.auth.mode;
-        let presented = bearer(authorization);
+        let presented = ramen_oauth_resource::bearer(authorization);
         let is_key = presented.is_some_and(|b| b.starts_with(KEY_PREFIX));
         if mode == AuthMode::Keys || (mode == AuthMode::Both && is_key) {
             let Some(keys) = keys else {

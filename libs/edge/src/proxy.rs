@@ -233,13 +233,10 @@ async fn serve(
         && let Some(target) = stateless::named_target(request.headers())
         && caller.who().is_some_and(|who| auth.rules.grant(&who).is_nothing())
     {
+        let message = ramen_call_rules::not_available_message(target.0, &target.1);
         let (parts, body) = request.into_parts();
         let body = ramen_lifecycle::read_body(body, edge.settings.max_body_bytes).await;
         let body = body.unwrap_or_default();
-        let message = format!(
-            "{} `{}` is not available to this caller on this environment",
-            target.0, target.1
-        );
         drop(parts);
         return (blocked_answer(&body, &message), true);
     }

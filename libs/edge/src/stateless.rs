@@ -47,16 +47,12 @@ pub fn blocked_target(headers: &HeaderMap, blocked: &Blocked) -> Option<String> 
     }
 }
 
-/// What a stateless `tools/call`, `prompts/get` or `resources/read` names: (`tool`,
-/// `prompt` or `resource`, the name or URI), from its `Mcp-Method` and `Mcp-Name`.
-pub fn named_target(headers: &HeaderMap) -> Option<(&'static str, String)> {
-    let what = match header(headers, "mcp-method")? {
-        "tools/call" => "tool",
-        "prompts/get" => "prompt",
-        "resources/read" => "resource",
-        _ => return None,
-    };
-    Some((what, decode(header(headers, "mcp-name")?)?.into_owned()))
+/// What a stateless `tools/call`, `prompts/get` or `resources/read` names: (its method, the
+/// name or URI), from its `Mcp-Method` and `Mcp-Name`.
+pub fn named_target(headers: &HeaderMap) -> Option<(&str, String)> {
+    let method = header(headers, "mcp-method")?;
+    ramen_call_rules::target_kind(method)?;
+    Some((method, decode(header(headers, "mcp-name")?)?.into_owned()))
 }
 
 fn decode(raw: &str) -> Option<Cow<'_, str>> {

@@ -19,7 +19,9 @@ mod keys;
 mod verify;
 
 pub use keys::{Issuers, REFRESH_FLOOR, url_form};
-pub use verify::{ALGORITHMS, Caller, Expect, INTROSPECTED_FOR, Rejection, Verifier, same_issuer};
+pub use verify::{
+    ALGORITHMS, Caller, Expect, INTROSPECTED_FOR, Rejection, Verifier, bearer, same_issuer,
+};
 
 /// RFC 9728 protected resource metadata of `resource`.
 pub fn metadata(resource: &str, issuers: &[String], scopes: &[String]) -> serde_json::Value {

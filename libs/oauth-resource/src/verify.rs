@@ -171,11 +171,7 @@ impl Verifier {
 
     /// The caller behind an `Authorization` header value.
     pub async fn verify_header(&self, authorization: Option<&str>) -> Result<Caller, Rejection> {
-        let token = authorization
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or(Rejection::Missing)?;
+        let token = bearer(authorization).ok_or(Rejection::Missing)?;
         self.verify(token).await
     }
 
@@ -333,6 +329,15 @@ impl Verifier {
             problems.join("; ")
         }))
     }
+}
+
+/// The token of an `Authorization: Bearer …` header value (RFC 6750 §2.1; the scheme is
+/// case-insensitive), `None` for any other or an empty one.
+pub fn bearer(authorization: Option<&str>) -> Option<&str> {
+    authorization
+        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
 }
 
 /// Two issuer URLs name the same issuer (a trailing slash aside).

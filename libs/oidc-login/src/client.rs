@@ -47,7 +47,9 @@ pub struct Identity {
     /// `Some(true)` only when the provider says so (`email_verified`).
     pub email_verified: bool,
     pub name: Option<String>,
-    pub groups: Vec<String>,
+    /// `None` when the provider sent no groups claim at all (Entra ID leaves it out past 200
+    /// groups; Google never sends one): not the same as a person in no group.
+    pub groups: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -187,7 +189,7 @@ impl Client {
         // Many providers put groups and email only in userinfo (OpenID Connect's default for
         // the code flow); read it when something is missing.
         if let (Some(userinfo), Some(access)) = (&endpoints.userinfo, body["access_token"].as_str())
-            && (identity.email.is_none() || identity.groups.is_empty() || identity.name.is_none())
+            && (identity.email.is_none() || identity.groups.is_none() || identity.name.is_none())
         {
             let info = self.userinfo(userinfo, access).await?;
             // OpenID Connect Core §5.3.2: userinfo of another subject must not be used.
@@ -200,7 +202,7 @@ impl Client {
                 identity.email_verified = more.email_verified;
             }
             identity.name = identity.name.or(more.name);
-            if identity.groups.is_empty() {
+            if identity.groups.is_none() {
                 identity.groups = more.groups;
             }
         }
@@ -264,10 +266,10 @@ impl Client {
         };
         let groups = match &claims[self.config.groups_claim.as_str()] {
             Value::Array(items) => {
-                items.iter().filter_map(Value::as_str).map(str::to_owned).collect()
+                Some(items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             }
-            Value::String(one) => vec![one.clone()],
-            _ => Vec::new(),
+            Value::String(one) => Some(vec![one.clone()]),
+            _ => None,
         };
         Ok(Identity {
             issuer: issuer.to_owned(),

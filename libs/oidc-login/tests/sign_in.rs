@@ -57,13 +57,18 @@ async fn a_person_signs_in_and_is_who_the_provider_says() {
     assert!(alice.email_verified);
     assert_eq!(alice.name.as_deref(), Some("Alice Example"));
     // Not in the ID token of a code flow: read from userinfo.
-    assert_eq!(alice.groups, vec!["payments".to_owned(), "staff".to_owned()]);
+    assert_eq!(alice.groups, Some(vec!["payments".to_owned(), "staff".to_owned()]));
 
     let begun = client.begin().await.unwrap();
     let (code, _) = callback(&provider, "bob", &begun.authorization_url).await;
     let bob = client.finish(&code, &begun.verifier, &begun.nonce).await.unwrap();
     assert_eq!(bob.email.as_deref(), Some("bob@example.com"));
     assert!(!bob.email_verified, "bob's provider does not vouch for his email");
+
+    let begun = client.begin().await.unwrap();
+    let (code, _) = callback(&provider, "carol", &begun.authorization_url).await;
+    let carol = client.finish(&code, &begun.verifier, &begun.nonce).await.unwrap();
+    assert_eq!(carol.groups, None, "no groups claim is not an empty one");
 }
 
 #[tokio::test]

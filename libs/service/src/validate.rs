@@ -2,6 +2,12 @@
 //! refused by the next. Each returns the reason (what is wrong and what would be accepted);
 //! the caller names the field in its own error type.
 
+/// [`dns_label`] as a regular expression (ECMA-262, for JSON Schema `pattern`), and its
+/// length bound: the OpenAPI document states the rule with these, and the property test below
+/// generates accepted values from the same pattern, so the document and the check agree.
+pub const DNS_LABEL_PATTERN: &str = "^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$";
+pub const DNS_LABEL_MAX_LEN: usize = 63;
+
 /// Groups, environments and zones are DNS labels: they name Kubernetes namespaces
 /// (`ramen-<group>-<zone>`) and hostnames. 1–63 lowercase letters, digits and `-`, starting
 /// with a letter (so a name is never mistaken for a number) and not ending with `-`.
@@ -10,7 +16,7 @@ pub fn dns_label(value: &str) -> Result<(), String> {
     if value.is_empty() {
         return Err("is required".to_owned());
     }
-    if value.len() > 63 {
+    if value.len() > DNS_LABEL_MAX_LEN {
         return bad("is longer than 63 characters (a DNS label)");
     }
     if !value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
@@ -65,7 +71,7 @@ mod tests {
         }
 
         #[test]
-        fn labels_are_accepted(value in "[a-z]([a-z0-9-]{0,61}[a-z0-9])?") {
+        fn labels_are_accepted(value in DNS_LABEL_PATTERN.trim_start_matches('^').trim_end_matches('$')) {
             prop_assert_eq!(dns_label(&value), Ok(()));
         }
     }

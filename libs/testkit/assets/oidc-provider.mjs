@@ -31,10 +31,12 @@ const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const jwk = { ...privateKey.export({ format: 'jwk' }), kid: `k-${port}-${Date.now()}`, alg: 'RS256', use: 'sig' };
 
 // The test users, with the groups and roles claims rules (and SSO's group mapping) match on.
-// bob's email is not verified by the provider.
+// bob's email is not verified by the provider; carol's tokens carry no groups claim at all (as
+// Entra ID's past 200 groups).
 const accounts = {
   alice: { sub: 'alice', name: 'Alice Example', email: 'alice@example.com', email_verified: true, groups: ['payments', 'staff'], roles: ['Payments.Viewer'] },
   bob: { sub: 'bob', name: 'Bob Example', email: 'bob@example.com', email_verified: false, groups: ['staff'], roles: [] },
+  carol: { sub: 'carol', name: 'Carol Example', email: 'carol@example.com', email_verified: true },
 };
 const ssoRedirectUris = options.sso_redirect_uris && options.sso_redirect_uris.length ? options.sso_redirect_uris : ['http://127.0.0.1/api/auth/sso/callback'];
 

@@ -21,6 +21,7 @@ pub mod caller;
 pub mod client_addr;
 pub mod clients;
 pub mod console;
+pub mod contract;
 pub mod error;
 pub mod extract;
 mod mcp_edge;

@@ -143,7 +143,7 @@ impl Auth {
     ) -> Result<(Vec<(String, AuditRecord)>, PageInfo), AuthError> {
         let action = if query.group.is_empty() { Action::Admin } else { Action::ReadGroup };
         self.require(caller, &query.group, action).await?;
-        let mut page = paging::parse(query.page.as_ref())?;
+        let mut page = paging::parse_pinned(query.page.as_ref())?;
         let until = page.until_ms.or(query.until_ms).unwrap_or(now_ms() + 1);
         page.until_ms = Some(until);
         let mut find = Query::new()

@@ -14,10 +14,21 @@ pub struct Page {
     pub until_ms: Option<i64>,
 }
 
+/// A page of a list whose tokens are plain offsets.
 pub fn parse(request: Option<&PageRequest>) -> Result<Page, AuthError> {
+    parse_tokens(request, false)
+}
+
+/// A page of the audit log, whose tokens may pin the first page's time.
+pub fn parse_pinned(request: Option<&PageRequest>) -> Result<Page, AuthError> {
+    parse_tokens(request, true)
+}
+
+fn parse_tokens(request: Option<&PageRequest>, pinned: bool) -> Result<Page, AuthError> {
     let mut request = request.cloned().unwrap_or_default();
     let bad = || AuthError::invalid("page_token", "is not a token this service returned");
     let until_ms = match request.page_token.trim().split_once('.') {
+        Some(_) if !pinned => return Err(bad()),
         Some((offset, until)) => {
             let until = until.parse::<i64>().map_err(|_| bad())?;
             request.page_token = offset.to_owned();
@@ -64,7 +75,12 @@ mod tests {
         let info = page.finish(&mut items);
         assert_eq!(items, vec![1, 2]);
         let request = PageRequest { page_size: 2, page_token: info.next_page_token };
-        assert_eq!(parse(Some(&request)).unwrap(), Page { size: 2, offset: 6, until_ms: Some(99) });
+        assert_eq!(
+            parse_pinned(Some(&request)).unwrap(),
+            Page { size: 2, offset: 6, until_ms: Some(99) }
+        );
+        // Only the audit log pins a time: another list refuses a pinned token.
+        assert!(parse(Some(&request)).is_err());
         let mut last = vec![1];
         assert!(page.finish(&mut last).next_page_token.is_empty());
         let bad = PageRequest { page_size: 0, page_token: "x".into() };

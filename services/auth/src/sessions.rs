@@ -57,7 +57,13 @@ impl Auth {
             verify_password(password, password::dummy_hash()).await;
             return Err(AuthError::BadCredentials);
         };
-        if !verify_password(password, &user.value.password_hash).await {
+        // An account that signs in through the identity provider has no password: the same
+        // argon2 work as a wrong one, so timing does not tell such accounts apart.
+        let hash = match user.value.password_hash.as_str() {
+            "" => password::dummy_hash(),
+            hash => hash,
+        };
+        if !verify_password(password, hash).await || user.value.password_hash.is_empty() {
             return Err(AuthError::BadCredentials);
         }
         let now = now_ms();

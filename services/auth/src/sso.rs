@@ -318,7 +318,26 @@ impl Auth {
             Some(user) => user,
             None => self.link_or_create(&identity, &sso_id).await?,
         };
-        let admin = identity.groups.iter().any(|g| self.sso.super_admin_groups.contains(g));
+        // No groups claim at all (Entra ID past 200 groups, a provider that sends none): what
+        // the mapping gave stays as it was, rather than everything being taken back.
+        let Some(groups) = identity.groups.as_deref() else {
+            tracing::warn!(
+                issuer = %identity.issuer,
+                "the identity provider sent no groups claim: roles from sso.* mappings left as they were"
+            );
+            let now = now_ms();
+            let (user, ()) = self
+                .db
+                .users
+                .modify(&user.id, |u| {
+                    u.last_login_at_ms = Some(now);
+                    Ok::<_, StoreError>(())
+                })
+                .await?;
+            let changes = details([("groups", "no groups claim: mapping not applied".into())]);
+            return Ok((user, changes));
+        };
+        let admin = groups.iter().any(|g| self.sso.super_admin_groups.contains(g));
         let now = now_ms();
         let (user, admin_change) = self
             .db
@@ -340,7 +359,7 @@ impl Auth {
                 Ok::<_, StoreError>(change)
             })
             .await?;
-        let mut changes = self.sync_memberships(&user.id, &identity.groups).await?;
+        let mut changes = self.sync_memberships(&user.id, groups).await?;
         if let Some(change) = admin_change {
             changes.insert("super_admin".into(), change.into());
         }

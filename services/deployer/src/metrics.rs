@@ -5,7 +5,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
-use crate::jobs::model::{JobRecord, JobState};
+use crate::jobs::model::{JobRecord, JobState, Step};
+use crate::model::Status;
 
 type Labels = Vec<(String, String)>;
 
@@ -21,6 +22,9 @@ pub struct DeployMetrics {
     pub finished: Family<Labels, Counter>,
     /// Request to terminal state, by state.
     pub duration: Family<Labels, Histogram>,
+    /// One zone's run of one pipeline step, start to end, by step and how it ended (the
+    /// dashboard's step durations; the "stuck past its budget" alert reads the job itself).
+    pub step_duration: Family<Labels, Histogram>,
     /// Jobs handed back (drain, retryable failure), by reason.
     pub handed_back: Family<Labels, Counter>,
     /// Lease refreshes or `InProgress` heartbeats that failed.
@@ -40,6 +44,10 @@ impl Default for DeployMetrics {
             // 1 s .. ~2.3 h
             duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(1.0, 2.0, 14))
+            }),
+            // 0.25 s .. ~34 min
+            step_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.25, 2.0, 14))
             }),
             handed_back: Family::default(),
             heartbeat_errors: Counter::default(),
@@ -63,6 +71,9 @@ impl DeployMetrics {
             drop(self.finished.get_or_create(&labels));
             drop(self.duration.get_or_create(&labels));
         }
+        for step in Step::PIPELINE {
+            drop(self.step_duration.get_or_create(&step_labels(step, Status::Succeeded)));
+        }
         for reason in ["drain", "retryable_failure"] {
             drop(self.handed_back.get_or_create(&label("reason", reason)));
         }
@@ -85,6 +96,11 @@ impl DeployMetrics {
             "deploy_job_duration_seconds",
             "Deploy jobs from request to finish, by state",
             self.duration.clone(),
+        );
+        metrics.register(
+            "deploy_step_duration_seconds",
+            "One zone's run of a pipeline step, by step and status (succeeded, failed, cancelled)",
+            self.step_duration.clone(),
         );
         metrics.register(
             "deploy_jobs_handed_back",
@@ -119,9 +135,26 @@ impl DeployMetrics {
         self.duration.get_or_create(&labels).observe(seconds);
     }
 
+    /// A step that ran and ended (skipped steps did not run and are not observed).
+    pub fn step_ended(&self, step: Step, status: Status, started_at_ms: i64, ended_at_ms: i64) {
+        if started_at_ms <= 0 || ended_at_ms < started_at_ms || status == Status::Skipped {
+            return;
+        }
+        let seconds = (ended_at_ms - started_at_ms) as f64 / 1000.0;
+        self.step_duration.get_or_create(&step_labels(step, status)).observe(seconds);
+    }
+
     pub fn handed_back(&self, reason: &str) {
         self.handed_back.get_or_create(&label("reason", reason)).inc();
     }
+}
+
+fn step_labels(step: Step, status: Status) -> Labels {
+    let status = serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    vec![("step".to_owned(), step.name().to_owned()), ("status".to_owned(), status)]
 }
 
 fn label(name: &str, value: &str) -> Labels {

@@ -22,11 +22,29 @@ pub struct MethodLabels {
     pub method: String,
 }
 
+/// Per-tool series: `tool` is only ever a name the node's catalog serves (calls naming
+/// anything else are not counted by tool), so the label is bounded by what the group deploys.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolLabels {
+    pub tool: String,
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolName {
+    pub tool: String,
+}
+
 #[derive(Clone)]
 pub struct NodeMetrics {
     pub requests: Family<RequestLabels, Counter>,
     pub duration: Family<MethodLabels, Histogram>,
+    pub tool_calls: Family<ToolLabels, Counter>,
+    pub tool_duration: Family<ToolName, Histogram>,
     pub in_flight: Gauge,
+    /// The most calls the node lets run at once (more answer `overloaded`): what
+    /// `in_flight` is measured against.
+    pub in_flight_cap: Gauge,
     pub runtime_restarts: Counter,
     /// Re-lists after the runtime hinted that a list changed.
     pub runtime_relists: Counter,
@@ -44,7 +62,13 @@ impl NodeMetrics {
             duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.00005, 2.0, 18))
             }),
+            tool_calls: Family::default(),
+            // 100 µs .. ~26 s
+            tool_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+            }),
             in_flight: Gauge::default(),
+            in_flight_cap: Gauge::default(),
             runtime_restarts: Counter::default(),
             runtime_relists: Counter::default(),
             blocked_calls: Counter::default(),
@@ -64,9 +88,27 @@ impl NodeMetrics {
         );
         metrics.register_labelled(
             &labels,
+            "mcp_tool_calls",
+            "tools/call by tool (a name the catalog serves) and outcome",
+            this.tool_calls.clone(),
+        );
+        metrics.register_labelled(
+            &labels,
+            "mcp_tool_call_duration_seconds",
+            "tools/call duration by tool",
+            this.tool_duration.clone(),
+        );
+        metrics.register_labelled(
+            &labels,
             "mcp_in_flight",
             "Calls in flight to the Python runtime",
             this.in_flight.clone(),
+        );
+        metrics.register_labelled(
+            &labels,
+            "mcp_in_flight_cap",
+            "The most calls in flight the node takes; past it calls answer overloaded",
+            this.in_flight_cap.clone(),
         );
         metrics.register_labelled(
             &labels,
@@ -104,5 +146,21 @@ impl NodeMetrics {
             })
             .inc();
         self.duration.get_or_create(&MethodLabels { method: method.to_owned() }).observe(seconds);
+    }
+
+    /// [`Self::record`], and the per-tool series when the call named a catalogued tool.
+    pub fn record_call(
+        &self,
+        method: &str,
+        package: &str,
+        tool: Option<&str>,
+        outcome: &'static str,
+        seconds: f64,
+    ) {
+        self.record(method, package, outcome, seconds);
+        if let Some(tool) = tool {
+            self.tool_calls.get_or_create(&ToolLabels { tool: tool.to_owned(), outcome }).inc();
+            self.tool_duration.get_or_create(&ToolName { tool: tool.to_owned() }).observe(seconds);
+        }
     }
 }

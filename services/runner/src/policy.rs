@@ -99,10 +99,6 @@ pub enum Unauthenticated {
 }
 
 /// The key of `Authorization: Bearer <key>`.
-fn bearer(authorization: Option<&str>) -> Option<&str> {
-    authorization.and_then(|v| v.strip_prefix("Bearer ")).map(str::trim)
-}
-
 /// The compiled policy the request path reads.
 #[derive(Debug, Default)]
 pub struct Policy {
@@ -189,17 +185,10 @@ impl Policy {
         })
     }
 
-    /// Whether `Authorization: Bearer <key>` names a key that has not expired (constant-time
-    /// per hash). The expiry is read on every request: a key stops working when it expires,
-    /// whether or not a policy has been pushed since.
-    pub fn key_ok(&self, authorization: Option<&str>) -> bool {
-        !self.require_key || self.live_key(authorization).is_some()
-    }
-
     /// The live key `Authorization: Bearer <key>` names (every hash compared, in constant
     /// time each).
     fn live_key(&self, authorization: Option<&str>) -> Option<CallerId> {
-        let key = bearer(authorization)?;
+        let key = ramen_oauth_resource::bearer(authorization)?;
         let digest = key_digest(key);
         let now = now_unix_ms();
         let mut found = None;
@@ -234,10 +223,12 @@ impl Policy {
         }
         let Some(verifier) = &self.verifier else {
             let why = "OAuth has no issuer configured".to_owned();
-            return Err(Unauthenticated::Token(match bearer(authorization) {
-                Some(_) => Rejection::Invalid(why),
-                None => Rejection::Missing,
-            }));
+            return Err(Unauthenticated::Token(
+                match ramen_oauth_resource::bearer(authorization) {
+                    Some(_) => Rejection::Invalid(why),
+                    None => Rejection::Missing,
+                },
+            ));
         };
         match verifier.verify_header(authorization).await {
             Ok(caller) => Ok(CallerId::Token(Arc::new(caller))),

@@ -106,6 +106,7 @@ impl Worker {
         let stop = CancellationToken::new();
         let tasks = TaskCenter::new(&stop);
         let node_metrics = NodeMetrics::register(&metrics, &config.group, &config.zone);
+        node_metrics.in_flight_cap.set(i64::try_from(config.in_flight_cap).unwrap_or(i64::MAX));
         let runtime = Runtime::start(
             RuntimeSpec {
                 python: workdir.python(),

@@ -30,8 +30,10 @@ pub struct AuditQuery {
     #[serde(default)]
     pub actor: String,
     /// RFC 3339, inclusive.
+    #[param(format = DateTime)]
     pub since: Option<String>,
     /// RFC 3339, exclusive.
+    #[param(format = DateTime)]
     pub until: Option<String>,
     /// e.g. `key.` or `deploy.`.
     #[serde(default)]
@@ -55,7 +57,7 @@ async fn run(
         since,
         until,
         action_prefix: query.action_prefix,
-        page: page.to_pb(),
+        page: page.to_pb()?,
     };
     let answer = gateway
         .clients()
@@ -71,7 +73,7 @@ async fn run(
 }
 
 /// The whole audit log.
-#[utoipa::path(get, path = "/api/audit", tag = "audit", params(AuditQuery), responses((status = 200, body = Page<AuditEntryView>)))]
+#[utoipa::path(get, path = "/api/audit", tag = "audit", params(AuditQuery), responses((status = 200, body = Page<AuditEntryView>), (status = 404, body = crate::error::ErrorBody, description = "`group` names no group")))]
 async fn query_all(
     State(gateway): State<Gateway>,
     authed: Authed,

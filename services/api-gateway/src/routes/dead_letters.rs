@@ -67,8 +67,14 @@ pub struct ReplayedView {
     pub job_id: String,
 }
 
+/// Stream sequences start at 1 (JetStream refuses 0 as a bad request, not a missing message).
 fn sequence(seq: &str) -> ApiResult<u64> {
-    seq.parse().map_err(|_| ApiError::invalid(format!("seq: `{seq}` is not a sequence number")))
+    match seq.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(ApiError::invalid(format!(
+            "seq: `{seq}` is not a sequence number (a whole number from 1)"
+        ))),
+    }
 }
 
 /// Parked deploy work, oldest first.
@@ -79,7 +85,7 @@ async fn list_dead_letters(
     authed: Authed,
     Params(page): Params<PageQuery>,
 ) -> ApiResult<Json<Page<DeadLetterView>>> {
-    let request = pb::ListDeadLettersRequest { page: page.to_pb() };
+    let request = pb::ListDeadLettersRequest { page: page.to_pb()? };
     let answer =
         gateway.clients().deployer.clone().list_dead_letters(authed.call.request(request)).await?;
     let answer = answer.into_inner();

@@ -75,7 +75,7 @@ async fn list(
     group: String,
     page: PageQuery,
 ) -> ApiResult<Json<Page<EnvironmentView>>> {
-    let request = pb::ListEnvironmentsRequest { group, page: page.to_pb() };
+    let request = pb::ListEnvironmentsRequest { group, page: page.to_pb()? };
     let answer = gateway
         .clients()
         .deployer

@@ -72,7 +72,7 @@ async fn list_groups(
     authed: Authed,
     Params(page): Params<PageQuery>,
 ) -> ApiResult<Json<Page<GroupView>>> {
-    let request = pb::ListGroupsRequest { page: page.to_pb() };
+    let request = pb::ListGroupsRequest { page: page.to_pb()? };
     let answer = gateway
         .clients()
         .deployer

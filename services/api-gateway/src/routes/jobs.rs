@@ -139,7 +139,7 @@ async fn list_jobs(
         group,
         environment: query.environment,
         states: parse_states(&query.state)?,
-        page: page.to_pb(),
+        page: page.to_pb()?,
     };
     let answer = gateway.clients().deployer.clone().list_jobs(authed.call.request(request)).await?;
     let answer = answer.into_inner();

@@ -68,7 +68,7 @@ async fn list_keys(
     let page = PageQuery { page_size: query.page_size, page_token: query.page_token };
     let request = pb::ListMcpKeysRequest {
         group,
-        page: page.to_pb(),
+        page: page.to_pb()?,
         include_revoked: query.include_revoked,
     };
     let answer = gateway

@@ -117,7 +117,7 @@ async fn list_load(
     };
     let page = PageQuery { page_size: query.page_size, page_token: query.page_token };
     let zones = if query.zone.is_empty() { Vec::new() } else { vec![query.zone] };
-    let request = pb::ListLoadCellsRequest { groups, zones, page: page.to_pb() };
+    let request = pb::ListLoadCellsRequest { groups, zones, page: page.to_pb()? };
     let answer =
         gateway.clients().rebalancer.clone().list_load_cells(authed.call.request(request)).await?;
     let answer = answer.into_inner();

@@ -48,7 +48,7 @@ async fn list_members(
     Path(group): Path<String>,
     Params(page): Params<PageQuery>,
 ) -> ApiResult<Json<Page<MembershipView>>> {
-    let request = pb::ListMembersRequest { group, page: page.to_pb() };
+    let request = pb::ListMembersRequest { group, page: page.to_pb()? };
     let answer = gateway
         .clients()
         .auth

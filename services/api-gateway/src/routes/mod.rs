@@ -142,7 +142,7 @@ fn operations(item: &PathItem) -> Vec<(Method, &Operation)> {
     all.into_iter().filter_map(|(method, op)| op.as_ref().map(|op| (method, op))).collect()
 }
 
-fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+pub(crate) fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         &mut item.get,
         &mut item.post,
@@ -183,8 +183,9 @@ pub fn build(gateway: &Gateway) -> (axum::Router<Gateway>, utoipa::openapi::Open
     for route in table() {
         let policy = route.policy;
         let (schemas, mut paths, method_router) = route.router;
-        for item in paths.paths.values_mut() {
+        for (path, item) in paths.paths.iter_mut() {
             document(policy, item);
+            crate::contract::complete(path, policy.access == Access::Public, item);
         }
         let layer = from_fn_with_state((gateway.clone(), policy), enforce);
         router = router.routes((schemas, paths, method_router.route_layer(layer)));

@@ -160,7 +160,7 @@ async fn list_packages(
     Path((group, zone)): Path<(String, String)>,
     Params(page): Params<PageQuery>,
 ) -> ApiResult<Json<Page<PackageView>>> {
-    let request = pb::ListPackagesRequest { group, zone, page: page.to_pb() };
+    let request = pb::ListPackagesRequest { group, zone, page: page.to_pb()? };
     let answer = gateway.clients().zone.clone().list_packages(authed.call.request(request)).await?;
     let answer = answer.into_inner();
     Ok(Json(Page {

@@ -94,7 +94,7 @@ async fn list_placements(
     Path(group): Path<String>,
     Params(page): Params<PageQuery>,
 ) -> ApiResult<Json<Page<PlacementView>>> {
-    let request = pb::ListPlacementsRequest { group, zone: String::new(), page: page.to_pb() };
+    let request = pb::ListPlacementsRequest { group, zone: String::new(), page: page.to_pb()? };
     let answer =
         gateway.clients().zone.clone().list_placements(authed.call.request(request)).await?;
     let answer = answer.into_inner();
@@ -192,7 +192,7 @@ async fn list_workers(
 ) -> ApiResult<Json<Page<WorkerView>>> {
     let track = parse_track(&query.track)?;
     let page = PageQuery { page_size: query.page_size, page_token: query.page_token };
-    let request = pb::ListWorkersRequest { group, zone, track: track as i32, page: page.to_pb() };
+    let request = pb::ListWorkersRequest { group, zone, track: track as i32, page: page.to_pb()? };
     let answer = gateway.clients().zone.clone().list_workers(authed.call.request(request)).await?;
     let answer = answer.into_inner();
     Ok(Json(Page {

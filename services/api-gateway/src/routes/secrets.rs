@@ -57,7 +57,7 @@ async fn list_secrets(
     Path(group): Path<String>,
     Params(page): Params<PageQuery>,
 ) -> ApiResult<Json<Page<SecretView>>> {
-    let request = pb::ListSecretsRequest { group, page: page.to_pb() };
+    let request = pb::ListSecretsRequest { group, page: page.to_pb()? };
     let answer = gateway
         .clients()
         .auth

@@ -5,7 +5,7 @@
 //! browser (login CSRF) or use a callback URL they did not start.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use ramen_proto::auth::v1 as pb;
@@ -19,7 +19,7 @@ use super::{Route, route};
 use crate::access::Access;
 use crate::caller::{Anonymous, cookie};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonOnly;
+use crate::extract::{JsonOnly, Params};
 use crate::state::Gateway;
 
 /// Holds the flow's state between the start and the callback.
@@ -53,9 +53,11 @@ pub struct StartQuery {
     #[serde(default)]
     pub next: String,
     /// CLI: the loopback port the flow ends at (`http://127.0.0.1:<port>/callback`).
+    #[param(minimum = 1, maximum = 65535)]
     pub cli_port: Option<u32>,
-    /// CLI: the S256 challenge of the verifier it will redeem the code with.
+    /// CLI, with `cli_port`: the S256 challenge of the verifier it will redeem the code with.
     #[serde(default)]
+    #[param(pattern = "^[A-Za-z0-9_-]{43}$")]
     pub code_challenge: String,
 }
 
@@ -118,7 +120,7 @@ async fn options(
 async fn start(
     State(gateway): State<Gateway>,
     anon: Anonymous,
-    Query(query): Query<StartQuery>,
+    Params(query): Params<StartQuery>,
 ) -> ApiResult<Response> {
     gateway.limiter().sso(anon.addr).await?;
     let request = pb::StartSsoRequest {
@@ -145,7 +147,7 @@ async fn callback(
     State(gateway): State<Gateway>,
     anon: Anonymous,
     headers: HeaderMap,
-    Query(query): Query<CallbackQuery>,
+    Params(query): Params<CallbackQuery>,
 ) -> ApiResult<Response> {
     let bound = cookie(&headers, SSO_COOKIE).unwrap_or_default();
     if query.state.is_empty()

@@ -70,7 +70,7 @@ async fn list_users(
 ) -> ApiResult<Json<Page<UserView>>> {
     let page = PageQuery { page_size: query.page_size, page_token: query.page_token };
     let request = pb::ListUsersRequest {
-        page: page.to_pb(),
+        page: page.to_pb()?,
         email_prefix: query.email_prefix.unwrap_or_default(),
     };
     let answer =

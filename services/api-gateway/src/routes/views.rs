@@ -33,18 +33,27 @@ pub fn parse_time(field: &str, value: &str) -> Result<Timestamp, ApiError> {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// Items per page (server default 50, at most 500).
+    /// Items per page (0 or none: the server's default, 100; at most 1000).
     pub page_size: Option<u32>,
     /// `next_page_token` of the previous page.
     pub page_token: Option<String>,
 }
 
 impl PageQuery {
-    pub fn to_pb(&self) -> Option<ramen_proto::common::v1::PageRequest> {
-        Some(ramen_proto::common::v1::PageRequest {
-            page_size: self.page_size.unwrap_or(0),
+    /// The page request; a size over [`ramen_service::paging::MAX_SIZE`] is refused (the
+    /// document says the bound, so a larger one is not silently cut).
+    pub fn to_pb(&self) -> crate::error::ApiResult<Option<ramen_proto::common::v1::PageRequest>> {
+        let page_size = self.page_size.unwrap_or(0);
+        if u64::from(page_size) > ramen_service::paging::MAX_SIZE {
+            return Err(crate::error::ApiError::invalid(format!(
+                "page_size: {page_size} is more than {} items a page",
+                ramen_service::paging::MAX_SIZE
+            )));
+        }
+        Ok(Some(ramen_proto::common::v1::PageRequest {
+            page_size,
             page_token: self.page_token.clone().unwrap_or_default(),
-        })
+        }))
     }
 }
 

@@ -67,7 +67,7 @@ async fn list_zones(
 ) -> ApiResult<Json<Page<ZoneSummaryView>>> {
     let visible = visible::groups(&gateway, &authed).await?;
     let request = pb::ListZoneSummariesRequest {
-        page: page.to_pb(),
+        page: page.to_pb()?,
         groups: visible.clone().unwrap_or_default(),
     };
     let answer = gateway

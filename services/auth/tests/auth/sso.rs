@@ -213,6 +213,26 @@ async fn single_sign_on_takes_back_what_it_gave_and_leaves_hand_made_roles() {
     );
 }
 
+/// Entra ID leaves the groups claim out past 200 groups: no claim is not "in no group", so
+/// what the mapping gave stays rather than everything being taken back at once.
+#[tokio::test]
+async fn without_a_groups_claim_the_mapping_leaves_roles_as_they_were() {
+    let provider = provider().await;
+    let world = World::start_with(|c| sso(c, &provider)).await;
+    world.group("billing").await;
+    let first = sign_in(&world, &provider, "carol", "/").await.session.unwrap();
+    let carol = first.user.unwrap().id;
+    let store: Collection<serde_json::Value> =
+        Collection::new(world.platform.store.clone(), "auth_memberships");
+    let given = serde_json::json!({
+        "group": "billing", "user_id": carol, "role": "member", "created_at_ms": 1, "from_sso": true,
+    });
+    store.put(&format!("billing/{carol}"), &given).await.unwrap();
+    let again = sign_in(&world, &provider, "carol", "/").await.session.unwrap();
+    let held = memberships(&world, &again.tokens.unwrap().access_token).await;
+    assert_eq!(held, vec![("billing".to_owned(), Role::Member as i32)]);
+}
+
 #[tokio::test]
 async fn the_cli_redeems_its_code_once_and_only_with_its_own_verifier() {
     let provider = provider().await;

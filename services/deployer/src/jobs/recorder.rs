@@ -83,6 +83,10 @@ impl JobRun {
                 record.stuck = end.stuck.clone();
             })
             .await?;
+        if let Some(record) = job.zone(zone).and_then(|run| run.step(step)) {
+            let metrics = &self.deployer.metrics;
+            metrics.step_ended(step, status, record.started_at_ms, record.ended_at_ms);
+        }
         self.step_event(&job, zone, step).await;
         Ok(())
     }

@@ -146,6 +146,10 @@ async fn a_two_zone_deploy_records_all_five_steps_and_serves_the_tools() {
         "ramen_deploy_job_duration_seconds_count{state=\"succeeded\"} 1",
         "ramen_deploy_jobs_active 0",
         "ramen_deployer_heartbeat_errors_total 0",
+        // Each step of the pipeline ran once in each of the two zones, and its time was observed.
+        "ramen_deploy_step_duration_seconds_count{step=\"sync\",status=\"succeeded\"} 2",
+        "ramen_deploy_step_duration_seconds_count{step=\"canary\",status=\"succeeded\"} 2",
+        "ramen_deploy_step_duration_seconds_count{step=\"stable\",status=\"succeeded\"} 2",
     ] {
         assert!(metrics.contains(series), "{series} in {metrics}");
     }

@@ -130,6 +130,8 @@ pub(crate) struct ActiveCall {
     finished: bool,
     method: String,
     package: String,
+    /// The catalogued tool of a `tools/call` (per-tool series).
+    tool: Option<String>,
     started: Instant,
     progress_token: Option<Box<RawValue>>,
     accepts: Accepts,
@@ -145,7 +147,8 @@ impl Drop for ActiveCall {
         if !self.finished {
             self.node.runtime.abandon(self.rid);
             let seconds = self.started.elapsed().as_secs_f64();
-            self.node.metrics.record(&self.method, &self.package, "cancelled", seconds);
+            let tool = self.tool.as_deref();
+            self.node.metrics.record_call(&self.method, &self.package, tool, "cancelled", seconds);
         }
     }
 }
@@ -157,13 +160,15 @@ pub async fn run(
     id: &RawValue,
     method: &str,
     package: String,
+    tool: Option<String>,
     request: RuntimeRequest,
     accepts: Accepts,
     started: Instant,
 ) -> Reply {
     let id_text = id.get().to_owned();
     let Some(slot) = node.try_slot() else {
-        node.metrics.record(method, &package, "overloaded", started.elapsed().as_secs_f64());
+        let seconds = started.elapsed().as_secs_f64();
+        node.metrics.record_call(method, &package, tool.as_deref(), "overloaded", seconds);
         let message =
             format!("node at its cap of {} calls in flight; retry", node.settings.in_flight_cap);
         return Reply::Overloaded(jsonrpc::error(Some(&id_text), OVERLOADED, &message, None));
@@ -171,7 +176,8 @@ pub async fn run(
     let (rid, events) = match node.runtime.call(|rid| request.frame(rid)) {
         Ok(call) => call,
         Err(err) => {
-            node.metrics.record(method, &package, "error", started.elapsed().as_secs_f64());
+            let seconds = started.elapsed().as_secs_f64();
+            node.metrics.record_call(method, &package, tool.as_deref(), "error", seconds);
             return Reply::Json(jsonrpc::error(Some(&id_text), err.code, &err.message, None));
         }
     };
@@ -189,6 +195,7 @@ pub async fn run(
         finished: false,
         method: method.to_owned(),
         package,
+        tool,
         started,
         progress_token: request.progress_token,
         accepts,
@@ -307,9 +314,10 @@ impl ActiveCall {
                 (jsonrpc::error(Some(&self.id), err.code, &err.message, err.data.as_ref()), label)
             }
         };
-        self.node.metrics.record(
+        self.node.metrics.record_call(
             &self.method,
             &self.package,
+            self.tool.as_deref(),
             label,
             self.started.elapsed().as_secs_f64(),
         );
@@ -379,7 +387,8 @@ impl ActiveCall {
         let node = self.node.clone();
         let id = self.id.clone();
         let seconds = self.started.elapsed().as_secs_f64();
-        node.metrics.record(&self.method, &self.package, "input_required", seconds);
+        let tool = self.tool.as_deref();
+        node.metrics.record_call(&self.method, &self.package, tool, "input_required", seconds);
         match node.parked.park(self, question) {
             Ok(result) => Reply::Json(jsonrpc::result(&id, &result)),
             Err(refusal) => {

@@ -257,29 +257,38 @@ pub(crate) async fn call_runtime(
             "resources/read" => !grant.package(p),
             _ => !grant.name(p, target),
         });
+    // Counted by tool only when the catalog serves it: the label stays bounded.
+    let tool = (method == "tools/call" && package.is_some()).then_some(target);
     if refused {
-        node.metrics.record(
+        node.metrics.record_call(
             method,
             package.unwrap_or_default(),
+            tool,
             "refused",
             started.elapsed().as_secs_f64(),
         );
-        return Reply::error(id_text, METHOD_NOT_FOUND, &not_allowed_message(method, target));
+        return Reply::error(
+            id_text,
+            METHOD_NOT_FOUND,
+            &ramen_call_rules::not_available_message(method, target),
+        );
     }
     if hidden {
         node.metrics.blocked_calls.inc();
-        node.metrics.record(
+        node.metrics.record_call(
             method,
             package.unwrap_or_default(),
+            tool,
             "blocked",
             started.elapsed().as_secs_f64(),
         );
         return Reply::error(id_text, METHOD_NOT_FOUND, &blocked_message(method, target));
     }
     if let Err(refused) = check(&catalog) {
-        node.metrics.record(
+        node.metrics.record_call(
             method,
             package.unwrap_or_default(),
+            tool,
             "error",
             started.elapsed().as_secs_f64(),
         );
@@ -306,22 +315,12 @@ pub(crate) async fn call_runtime(
         id,
         method,
         package.unwrap_or_default().to_owned(),
+        tool.map(str::to_owned),
         request,
         accepts,
         started,
     )
     .await
-}
-
-/// The answer to a target the caller may not use (-32601, as for a blocked one: to this caller
-/// it does not exist), the same from node and edge.
-pub fn not_allowed_message(method: &str, target: &str) -> String {
-    let what = match method {
-        "resources/read" => "resource",
-        "prompts/get" => "prompt",
-        _ => "tool",
-    };
-    format!("{what} `{target}` is not available to this caller on this environment")
 }
 
 /// The answer to a blocked target (-32601, the product's rule), the same from node and edge.

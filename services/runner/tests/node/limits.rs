@@ -35,6 +35,9 @@ async fn a_body_over_the_cap_gets_413() {
     let missing = ramen_testkit::undocumented_in(&metrics, &worker);
     assert!(missing.is_empty(), "documented but not served: {missing:?}\n{metrics}");
     assert_eq!(node.metric("ramen_mcp_in_flight").await, Some(0.0), "carries group and zone");
+    let cap = node.metric("ramen_mcp_in_flight_cap").await;
+    let configured = node.node().settings.in_flight_cap as f64;
+    assert_eq!(cap, Some(configured), "the cap in-flight is measured against");
     node.stop().await;
 }
 
@@ -83,6 +86,23 @@ async fn calls_over_the_in_flight_cap_get_503_with_retry_after() {
     assert_eq!(
         stats["result"]["structuredContent"]["finished"], 2,
         "the rejected call never reached the tool: {stats}"
+    );
+    // Per tool: what the catalog serves is counted by name; a name it does not is not (the
+    // label stays bounded by what the group deploys, whatever clients send).
+    raw.call(10, "tools/call", json!({"name":"made.up"})).await;
+    let tool = |name: &str, outcome: &str| {
+        format!("ramen_mcp_tool_calls_total{{tool=\"{name}\",outcome=\"{outcome}\"}}")
+    };
+    assert_eq!(node.metric(&tool("slow.sleep", "ok")).await, Some(2.0));
+    assert_eq!(node.metric(&tool("slow.sleep", "overloaded")).await, Some(1.0));
+    assert_eq!(node.metric(&tool("slow.stats", "ok")).await, Some(1.0));
+    let metrics = reqwest::get(node.admin_url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(!metrics.contains("made.up"), "{metrics}");
+    assert!(
+        metrics.lines().any(|l| l.starts_with("ramen_mcp_tool_call_duration_seconds_count")
+            && l.contains("tool=\"slow.sleep\"")
+            && l.ends_with(" 3")),
+        "{metrics}"
     );
     node.stop().await;
 }

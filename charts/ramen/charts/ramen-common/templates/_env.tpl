@@ -53,6 +53,25 @@ Numbers go through int64 so large ones never render in exponent form.
 {{- with index $.Values.global.config.mcpAuth $key }}{{ $_ := set $env $var (tpl (toString .) $) }}{{ end -}}
 {{- end -}}
 {{- end -}}
+{{- with $c.sso -}}
+{{- range $key, $var := dict "issuer" "RAMEN_SSO__ISSUER" "clientId" "RAMEN_SSO__CLIENT_ID" "publicUrl" "RAMEN_SSO__PUBLIC_URL" "scopes" "RAMEN_SSO__SCOPES" "displayName" "RAMEN_SSO__DISPLAY_NAME" "groupsClaim" "RAMEN_SSO__GROUPS_CLAIM" "superAdminGroups" "RAMEN_SSO__SUPER_ADMIN_GROUPS" "memberships" "RAMEN_SSO__MEMBERSHIPS" -}}
+{{- with index $.Values.global.config.sso $key }}{{ $_ := set $env $var (tpl (toString .) $) }}{{ end -}}
+{{- end -}}
+{{- range $key, $var := dict "trustEmail" "RAMEN_SSO__TRUST_EMAIL" "passwordSignIn" "RAMEN_SSO__PASSWORD_SIGN_IN" -}}
+{{- $v := index $.Values.global.config.sso $key -}}
+{{- if kindIs "bool" $v }}{{ $_ := set $env $var (toString $v) }}{{ end -}}
+{{- end -}}
+{{- /* What every process would refuse at start (cloud mode), refused here naming the value. */ -}}
+{{- if and (kindIs "bool" .passwordSignIn) (not .passwordSignIn) (not .issuer) -}}
+{{- fail "global.config.sso.passwordSignIn=false needs global.config.sso.issuer: without single sign-on no one could sign in" -}}
+{{- end -}}
+{{- if and .issuer (not .clientId) -}}
+{{- fail "global.config.sso.clientId is required with global.config.sso.issuer: ramen's client id at the identity provider" -}}
+{{- end -}}
+{{- if and .issuer (not .publicUrl) -}}
+{{- fail "global.config.sso.publicUrl is required with global.config.sso.issuer: the URL people reach ramen at (the provider sends them back to <publicUrl>/api/auth/sso/callback)" -}}
+{{- end -}}
+{{- end -}}
 {{- $_ := set $env "RAMEN_DRAIN__MODE" (include "ramen.drainMode" .) -}}
 {{- $_ := set $env "RAMEN_DRAIN__TIMEOUT" (printf "%ss" (include "ramen.drainTimeoutSeconds" .)) -}}
 {{- $_ := set $env "OTEL_SERVICE_NAME" (printf "ramen-%s" .Chart.Name) -}}
@@ -69,6 +88,16 @@ Numbers go through int64 so large ones never render in exponent form.
 {{- range $k, $v := $env }}
 - name: {{ $k }}
   value: {{ $v | quote }}
+{{- end }}
+{{- /* Only auth redeems codes at the provider, so only auth holds the client secret. */ -}}
+{{- if eq .Chart.Name "auth" }}
+{{- with include "ramen.ssoSecretName" . }}
+- name: RAMEN_SSO__CLIENT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ include "ramen.ssoSecretKey" $ }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

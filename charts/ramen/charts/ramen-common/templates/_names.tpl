@@ -82,3 +82,26 @@ helm.sh/chart: {{ include "ramen.chart" . }}
 {{- printf "%s-backends" .Release.Name -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The Secret holding the single sign-on client secret, or "" when there is none (a public
+client): the operator's existing one, or <release>-sso rendered from the value.
+*/}}
+{{- define "ramen.ssoSecretName" -}}
+{{- $s := .Values.global.secrets.sso | default dict -}}
+{{- if $s.existingSecret -}}
+{{- $s.existingSecret -}}
+{{- else if $s.clientSecret -}}
+{{- printf "%s-sso" .Release.Name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The key of the client secret in that Secret. */}}
+{{- define "ramen.ssoSecretKey" -}}
+{{- $s := .Values.global.secrets.sso | default dict -}}
+{{- if $s.existingSecret -}}
+{{- $s.existingSecretKey | default "client-secret" -}}
+{{- else -}}
+client-secret
+{{- end -}}
+{{- end -}}
