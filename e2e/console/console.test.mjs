@@ -22,6 +22,8 @@ const PATIENCE = Number(process.env.RAMEN_TEST_PATIENCE || 1);
 const PASSWORD = 'console-e2e-password-0123';
 const MEMBER = 'mo@example.com';
 const MEMBER_PASSWORD = 'member-e2e-password-0123';
+const SSO_ISSUER = process.env.CONSOLE_SSO_ISSUER;
+const SSO_NAME = process.env.CONSOLE_SSO_NAME;
 const within = (seconds) => seconds * 1000 * PATIENCE;
 
 let browser;
@@ -30,8 +32,11 @@ let key;
 const problems = [];
 
 function watch(p, who) {
-  p.on('pageerror', (e) => problems.push(`${who}: page error: ${e.message}`));
+  // Only the console's pages: the OpenID provider's (SSO) are not ours to judge.
+  const ours = () => p.url().startsWith(BASE);
+  p.on('pageerror', (e) => { if (ours()) problems.push(`${who}: page error: ${e.message}`); });
   p.on('console', (m) => {
+    if (!ours()) return;
     // The API's refusals the tests provoke on purpose are logged as failed loads; every other
     // console error is a defect (CSP refusals included).
     if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`${who}: ${m.text()}`);
@@ -143,6 +148,29 @@ test('create a group from examples/hello-repo', async () => {
   await submitIn(form);
   await page.waitForURL(/\/groups\/hello$/);
   await page.locator('h1', { hasText: 'hello' }).waitFor();
+});
+
+test('SSO: the sign-in page offers the provider; alice signs in there and lands where she was going', async () => {
+  const sso = await newPage(undefined, 'sso');
+  await sso.goto('/groups');
+  await sso.waitForURL(/\/sign-in\?next=/);
+  const button = sso.locator('a, button', { hasText: `Sign in with ${SSO_NAME}` });
+  await button.waitFor();
+  await sso.locator('input[name="password"]').waitFor(); // passwords stay on beside it
+  await shot(sso, '01b-sign-in-with-sso');
+  await button.click();
+  // The provider's own pages (another site): its login (any password) and consent.
+  await sso.waitForURL((url) => url.origin === new URL(SSO_ISSUER).origin);
+  await sso.fill('input[name="login"]', 'alice');
+  await sso.fill('input[name="password"]', 'any');
+  await sso.click('button[type="submit"]');
+  await sso.locator('button[type="submit"]', { hasText: 'Continue' }).click();
+  await sso.waitForURL((url) => url.href === `${BASE}/groups`);
+  await sso.locator('header .email', { hasText: 'alice@example.com' }).waitFor();
+  // Her membership of hello comes from her provider group `payments` (sso.memberships).
+  await sso.locator('tr[data-group="hello"]').waitFor();
+  await shot(sso, '04b-signed-in-with-sso');
+  await sso.context().close();
 });
 
 test('add an environment on both zones', async () => {

@@ -9,6 +9,9 @@
 //   redirect_uris  redirect URIs of the public test client
 //   sso_redirect_uris  redirect URIs of the confidential `ramen` client (people signing in to
 //                  ramen's console and CLI: authorization code + PKCE, client_secret_basic)
+//   issuer_host    the host the issuer URL names (default 127.0.0.1; it listens on 127.0.0.1
+//                  either way): `localhost` puts the provider on another site than a ramen on
+//                  127.0.0.1, as a real provider is, for a browser's SameSite cookie rules
 // It prints `listening <issuer>` once it serves.
 import { generateKeyPairSync } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -17,7 +20,7 @@ import { join } from 'node:path';
 const options = JSON.parse(process.argv[2]);
 const { default: Provider } = await import(pathToFileURL(join(options.module, 'lib/index.js')).href);
 const port = options.port;
-const issuer = `http://127.0.0.1:${port}`;
+const issuer = `http://${options.issuer_host || '127.0.0.1'}:${port}`;
 const ttl = options.token_ttl;
 const machineTtl = options.machine_token_ttl || ttl;
 const scopes = options.scopes;
