@@ -31,6 +31,13 @@ pub fn dns_label(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A path on this origin to go to after signing in, else `/`: never another origin (`//host`,
+/// `/\host`, an absolute URL). The console's sign-in and single sign-on's `next` both use it.
+pub fn same_origin_path(next: &str) -> String {
+    let safe = next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\");
+    if safe { next.to_owned() } else { "/".into() }
+}
+
 /// How a refused value is shown in its error: quoted with control characters escaped (no line
 /// of a log can be forged through it) and cut after [`SHOWN_CHARS`] characters (a megabyte of
 /// input does not become a megabyte of error).

@@ -22,7 +22,6 @@ use ramen_access::Caller;
 use ramen_config::{Config, SsoMembership};
 use ramen_oidc_login::{Client, ClientConfig, Identity, OidcError, challenge, random_token};
 use ramen_store::{Filter, StoreError, Versioned};
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::audit::details;
@@ -118,8 +117,9 @@ pub struct Callback<'a> {
     pub error_description: &'a str,
 }
 
+/// Flows and CLI codes are kept under the hash of their secret, as refresh tokens are.
 fn digest(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    crate::refresh::hash(secret)
 }
 
 fn oidc_error(error: OidcError) -> AuthError {
@@ -129,12 +129,6 @@ fn oidc_error(error: OidcError) -> AuthError {
             AuthError::Unauthenticated(error.to_string())
         }
     }
-}
-
-/// A same-origin path (never `//host` or `/\host`), else `/`.
-fn safe_next(next: &str) -> String {
-    let safe = next.starts_with('/') && !next.starts_with("//") && !next.starts_with("/\\");
-    if safe { next.to_owned() } else { "/".into() }
 }
 
 impl Auth {
@@ -177,7 +171,7 @@ impl Auth {
         let record = SsoFlowRecord {
             nonce: begun.nonce,
             verifier: begun.verifier,
-            next: safe_next(next),
+            next: ramen_service::validate::same_origin_path(next),
             cli_port: cli.as_ref().map(|(port, _)| *port),
             cli_challenge: cli.map(|(_, challenge)| challenge),
             expires_at_ms: now_ms() + FLOW_TTL_MS,
@@ -485,7 +479,7 @@ impl Auth {
 
 #[cfg(test)]
 mod tests {
-    use super::safe_next;
+    use ramen_service::validate::same_origin_path as safe_next;
 
     #[test]
     fn next_stays_on_this_origin() {

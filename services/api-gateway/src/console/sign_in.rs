@@ -32,10 +32,7 @@ struct SignInOptions {
 
 /// A same-origin path to go to after signing in (never another origin: `//host`, `/\host`).
 pub fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n.into(),
-        _ => "/".into(),
-    }
+    ramen_service::validate::same_origin_path(next.unwrap_or_default())
 }
 
 pub async fn sign_in(
