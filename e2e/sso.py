@@ -255,8 +255,9 @@ def console_sign_in(api: str, group: str, helpers: dict[str, Any]) -> str:
                         ("with the flow's cookie", httpx2.get(callback, headers={"cookie": f"ramen_sso={state}"},
                                                               timeout=15))):
         errors.append(f"{answer.status_code} {CALLBACK}: {answer.text}")
-        check(answer.status_code == 400 and not set(set_cookies(answer)) & set(SESSION_COOKIES),
-              f"the same callback a second time {how}: 400, no session", (answer.status_code, answer.text))
+        # 403 when the flow's cookie is gone (not this browser), 400 when the state is spent.
+        check(answer.status_code in (400, 403) and not set(set_cookies(answer)) & set(SESSION_COOKIES),
+              f"the same callback a second time {how}: refused, no session", (answer.status_code, answer.text))
         print(f"    again {how}: {answer.status_code} {answer.text[:160]}", flush=True)
 
     # An account SSO created has no password.
@@ -280,9 +281,9 @@ def cross_browser_and_open_redirect(api: str, helpers: dict[str, Any]) -> None:
     for who, browser in (("no flow of its own", Browser("bob")), ("its own flow", other)):
         answer = browser.get(callback)
         errors.append(f"{answer.status_code} {CALLBACK}: {answer.text}")
-        check(answer.status_code == 400 and answer.headers.get("content-type", "").startswith("application/json")
+        check(answer.status_code == 403 and answer.headers.get("content-type", "").startswith("application/json")
               and "browser" in answer.json().get("error", {}).get("message", ""),
-              f"400 JSON naming the browser for one with {who}", (answer.status_code, answer.text))
+              f"403 JSON naming the browser for one with {who}", (answer.status_code, answer.text))
         check(not set(set_cookies(answer)) & set(SESSION_COOKIES), f"no session for a browser with {who}",
               answer.headers.get_list("set-cookie"))
         print(f"    {who}: {answer.status_code} {answer.text[:200]}", flush=True)

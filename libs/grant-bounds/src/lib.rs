@@ -99,7 +99,7 @@ impl Bounds {
     }
 
     /// Whether the bounds themselves are well formed: at most [`MAX_PATTERNS`] patterns per
-    /// list, each non-empty, without whitespace, at most 512 bytes.
+    /// list, each printable ASCII without spaces, 1 to 512 characters ([`ramen_rules::CLOUD_PATTERN`]).
     pub fn validate(&self) -> Result<(), InvalidBounds> {
         for provider in [Provider::Aws, Provider::Gcp] {
             let bounds = self.of(provider);
@@ -120,7 +120,7 @@ impl Bounds {
                     return Err(InvalidBounds {
                         field,
                         problem: format!(
-                            "{bad:?} is not a pattern (non-empty, no whitespace, at most 512 bytes)"
+                            "{bad:?} is not a pattern (printable ASCII, no spaces, 1 to 512 characters)"
                         ),
                     });
                 }
@@ -144,22 +144,16 @@ impl Bounds {
 }
 
 /// The most patterns one list of the bounds holds.
-pub const MAX_PATTERNS: usize = 200;
+pub const MAX_PATTERNS: usize = ramen_rules::BOUNDS_MAX_PATTERNS;
 
+/// [`ramen_rules::AWS_RESOURCE_PATTERN`]: the API document states the same rule.
 fn aws_resource_pattern(pattern: &str) -> bool {
-    if pattern == "*" {
-        return true;
-    }
-    let mut parts = pattern.splitn(4, ':');
-    let literal = |part: Option<&str>| part.is_some_and(|p| !p.is_empty() && !p.contains('*'));
-    parts.next() == Some("arn")
-        && literal(parts.next())
-        && literal(parts.next())
-        && parts.next().is_some()
+    ramen_rules::AWS_RESOURCE_PATTERN.accepts(pattern)
 }
 
+/// [`ramen_rules::CLOUD_PATTERN`]: the API document states the same rule.
 fn well_formed(pattern: &str) -> bool {
-    !pattern.is_empty() && pattern.len() <= 512 && !pattern.chars().any(char::is_whitespace)
+    ramen_rules::CLOUD_PATTERN.accepts(pattern)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

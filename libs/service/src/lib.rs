@@ -5,6 +5,7 @@
 mod checks;
 mod grpc;
 pub mod paging;
+pub use ramen_rules as rules;
 mod platform;
 mod process;
 pub mod validate;

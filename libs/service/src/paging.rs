@@ -30,7 +30,11 @@ impl Page {
             0 => DEFAULT_SIZE,
             n => n.min(MAX_SIZE),
         };
-        let token = token.trim();
+        // Exactly the digits this server writes (the API document's pattern): no sign, no
+        // spaces.
+        if !token.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(BadPageToken);
+        }
         let offset = if token.is_empty() { 0 } else { token.parse().map_err(|_| BadPageToken)? };
         Ok(Self { offset, size })
     }

@@ -7,6 +7,10 @@
 /// generates accepted values from the same pattern, so the document and the check agree.
 pub const DNS_LABEL_PATTERN: &str = "^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$";
 pub const DNS_LABEL_MAX_LEN: usize = 63;
+/// [`dns_label`] as a [`ramen_rules::TextRule`], for the document's generator; a property test
+/// holds the two to the same answers.
+pub static DNS_LABEL_RULE: ramen_rules::TextRule =
+    ramen_rules::TextRule::new("a DNS label", DNS_LABEL_PATTERN, 1, DNS_LABEL_MAX_LEN);
 
 /// Groups, environments and zones are DNS labels: they name Kubernetes namespaces
 /// (`ramen-<group>-<zone>`) and hostnames. 1–63 lowercase letters, digits and `-`, starting
@@ -75,6 +79,12 @@ mod tests {
                     prop_assert!(!reason.contains('\n') && reason.len() < 4 * SHOWN_CHARS + 100, "{reason}");
                 }
             }
+        }
+
+        /// The DNS-label rule as a pattern agrees with the check that names what is wrong.
+        #[test]
+        fn dns_label_rule_is_the_check(value in "[a-z0-9A-Z_-]{0,70}") {
+            prop_assert_eq!(DNS_LABEL_RULE.accepts(&value), dns_label(&value).is_ok());
         }
 
         #[test]

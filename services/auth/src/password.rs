@@ -9,7 +9,8 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use rand::Rng;
 
 pub const MIN_LENGTH: usize = 12;
-/// Bounds the work an unauthenticated caller can ask for.
+/// Bounds the work an unauthenticated caller can ask for: a sign-in's password is hashed only
+/// under this (a new one is at most 256 characters, at most 1024 bytes).
 pub const MAX_BYTES: usize = 1024;
 
 /// A PHC string of a password nobody knows, verified against when the email is unknown so a
@@ -19,16 +20,19 @@ pub fn dummy_hash() -> &'static str {
     DUMMY.get_or_init(|| hash(&generate_one_time()))
 }
 
-/// Why a new password is refused (the message names the rule, never the password).
+/// Why a new password is refused (the message names the rule, never the password): the
+/// API document's rule, [`ramen_service::rules::PASSWORD`].
 pub fn check_new(password: &str) -> Result<(), String> {
-    if password.chars().count() < MIN_LENGTH {
-        return Err(format!("must be at least {MIN_LENGTH} characters"));
+    let rule = &ramen_service::rules::PASSWORD;
+    let chars = password.chars().count();
+    if chars < rule.min_chars {
+        return Err(format!("must be at least {} characters", rule.min_chars));
     }
-    if password.len() > MAX_BYTES {
-        return Err(format!("must be at most {MAX_BYTES} bytes"));
+    if chars > rule.max_chars {
+        return Err(format!("must be at most {} characters", rule.max_chars));
     }
-    if password.trim().is_empty() {
-        return Err("must not be blank".into());
+    if !rule.accepts(password) {
+        return Err("must not be only spaces".into());
     }
     Ok(())
 }

@@ -50,7 +50,7 @@ impl Auth {
 
     async fn try_login(&self, email: &str, password: &str) -> Result<Session, AuthError> {
         self.sso.password_sign_in()?;
-        let email = validate::email(email).map_err(|_| AuthError::BadCredentials)?;
+        let email = validate::email(email.trim()).map_err(|_| AuthError::BadCredentials)?;
         let user = self.db.users.find_one(Filter::new().eq("email", email.as_str())).await?;
         let Some(user) = user else {
             // Same work as a wrong password, so timing does not tell which emails exist.

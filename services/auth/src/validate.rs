@@ -1,8 +1,8 @@
 //! Input checks. Each error names the field and the rule, never the offending secret.
 
-use crate::error::AuthError;
+use ramen_service::rules;
 
-pub const MAX_SECRET_BYTES: usize = 64 * 1024;
+use crate::error::AuthError;
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> AuthError {
     AuthError::Invalid { field, reason: reason.into() }
@@ -22,47 +22,48 @@ pub fn scope(field: &'static str, value: &str) -> Result<(), AuthError> {
     if value.is_empty() { Ok(()) } else { dns_label(field, value) }
 }
 
-/// Lowercased, trimmed email; refuses what cannot be an address.
+/// An email address ([`rules::EMAIL`], the rule the API document states), lowercased. Not
+/// trimmed: what the document refuses, the API refuses (the console's `type=email` fields and
+/// the CLI trim before sending; sign-in trims for itself).
 pub fn email(value: &str) -> Result<String, AuthError> {
-    let email = value.trim().to_ascii_lowercase();
-    let valid = email.len() <= 254
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-        && matches!(email.split_once('@'), Some((local, domain)) if !local.is_empty() && !domain.is_empty() && !domain.contains('@'));
-    if !valid {
-        return Err(invalid("email", format!("`{}` is not an email address", value.trim())));
+    if !rules::EMAIL.accepts(value) {
+        return Err(invalid(
+            "email",
+            format!("{} is not {}", ramen_service::validate::quoted(value), rules::EMAIL.what),
+        ));
     }
-    Ok(email)
+    Ok(value.to_ascii_lowercase())
 }
 
-/// Secret names are environment-variable names (`GITHUB_TOKEN`).
+/// Secret names are environment-variable names (`GITHUB_TOKEN`): [`rules::SECRET_NAME`].
 pub fn secret_name(value: &str) -> Result<(), AuthError> {
-    let mut chars = value.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    if !first_ok || value.len() > 128 || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if !rules::SECRET_NAME.accepts(value) {
         return Err(invalid(
             "name",
-            format!("`{value}` is not an environment-variable name ([A-Za-z_][A-Za-z0-9_]*)"),
+            format!("`{value}` is not {} (at most 128 characters)", rules::SECRET_NAME.what),
         ));
     }
     Ok(())
 }
 
-/// The value is checked without ever being quoted back.
+/// The value ([`rules::SECRET_VALUE`]) is checked without ever being quoted back.
 pub fn secret_value(value: &str) -> Result<(), AuthError> {
     if value.is_empty() {
         return Err(invalid("value", "must not be empty"));
     }
-    if value.len() > MAX_SECRET_BYTES {
-        return Err(invalid("value", format!("is larger than {MAX_SECRET_BYTES} bytes")));
+    if !rules::SECRET_VALUE.accepts(value) {
+        return Err(invalid(
+            "value",
+            format!("is longer than {} characters", rules::SECRET_VALUE.max_chars),
+        ));
     }
     Ok(())
 }
 
-/// Display names (keys): 1-64 printable characters.
+/// Display names (keys): [`rules::DISPLAY_NAME`].
 pub fn display_name(field: &'static str, value: &str) -> Result<(), AuthError> {
-    if value.trim().is_empty() || value.chars().count() > 64 || value.chars().any(char::is_control)
-    {
-        return Err(invalid(field, "must be 1-64 printable characters"));
+    if !rules::DISPLAY_NAME.accepts(value) {
+        return Err(invalid(field, format!("must be {}", rules::DISPLAY_NAME.what)));
     }
     Ok(())
 }
@@ -78,8 +79,8 @@ mod tests {
             let err = group(bad).unwrap_err().to_string();
             assert!(err.starts_with("group:"), "{err}");
         }
-        assert_eq!(email(" Admin@Ramen.Local ").unwrap(), "admin@ramen.local");
-        for bad in ["", "no-at", "@x", "a@", "a b@c", "a@b@c"] {
+        assert_eq!(email("Admin@Ramen.Local").unwrap(), "admin@ramen.local");
+        for bad in ["", "no-at", "@x", "a@", "a b@c", "a@b@c", " a@b.c", "a@b.c\n"] {
             assert!(email(bad).is_err(), "{bad}");
         }
         assert!(secret_name("GITHUB_TOKEN").is_ok() && secret_name("_x1").is_ok());

@@ -43,10 +43,10 @@ impl AppSettings {
         }
         let sealed = match &r.github_app_private_key {
             Some(key) if !key.is_empty() => {
-                if !key.contains("-----BEGIN") || !key.contains("PRIVATE KEY-----") {
+                if !ramen_service::rules::PEM_PRIVATE_KEY.accepts(key) {
                     return Err(Error::invalid(
                         "github_app_private_key",
-                        "is not a PEM private key",
+                        "is not a PEM private key (-----BEGIN … PRIVATE KEY-----)",
                     ));
                 }
                 let sealer = self.sealer.as_ref().ok_or_else(|| {

@@ -143,12 +143,14 @@ impl Registry {
     }
 }
 
+/// [`ramen_service::rules::IMAGE_REFERENCE`], the rule the API document states.
 fn worker_image(image: &str) -> Result<()> {
-    if image.len() > 512
-        || image.chars().any(|c| c.is_whitespace() || c.is_control())
-        || image.starts_with('-')
-    {
-        return Err(Error::invalid("worker_image", format!("{image:?} is not an image reference")));
+    let rule = &ramen_service::rules::IMAGE_REFERENCE;
+    if !rule.accepts(image) {
+        return Err(Error::invalid(
+            "worker_image",
+            format!("{} is not {}", ramen_service::validate::quoted(image), rule.what),
+        ));
     }
     Ok(())
 }

@@ -70,35 +70,16 @@ pub fn region(provider: ProviderKind, region: &str) -> Result<()> {
     }
 }
 
-/// `<area>-<location><digits>-<letter>`: `us-central1-a`, `europe-west4-b`.
+/// `<area>-<location><digits>-<letter>`: `us-central1-a`, `europe-west4-b`
+/// ([`ramen_service::rules::GCP_ZONE`], the rule the API document states).
 fn is_gcp_zone(value: &str) -> bool {
-    let parts: Vec<&str> = value.split('-').collect();
-    let [area, location, letter] = parts.as_slice() else { return false };
-    let lower = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase());
-    let digits_at = location.find(|c: char| c.is_ascii_digit());
-    let location_ok = digits_at.is_some_and(|at| {
-        at > 0 && lower(&location[..at]) && location[at..].chars().all(|c| c.is_ascii_digit())
-    });
-    lower(area) && location_ok && letter.len() == 1 && lower(letter)
+    ramen_service::rules::GCP_ZONE.accepts(value)
 }
 
-/// `<area>[-gov]-<location>-<digit(s)><letter>`: `us-east-1a`, `ap-southeast-2c`, `us-gov-west-1a`.
+/// `<area>[-gov]-<location>-<digit(s)><letter>`: `us-east-1a`, `ap-southeast-2c`, `us-gov-west-1a`
+/// ([`ramen_service::rules::AWS_ZONE`]).
 fn is_aws_zone(value: &str) -> bool {
-    let parts: Vec<&str> = value.split('-').collect();
-    let (area, location, last) = match parts.as_slice() {
-        [area, location, last] => (*area, *location, *last),
-        [area, "gov", location, last] => (*area, *location, *last),
-        _ => return false,
-    };
-    let lower = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase());
-    let Some(letter) = last.chars().last() else { return false };
-    let digits = &last[..last.len() - 1];
-    area.len() == 2
-        && lower(area)
-        && lower(location)
-        && letter.is_ascii_lowercase()
-        && !digits.is_empty()
-        && digits.chars().all(|c| c.is_ascii_digit())
+    ramen_service::rules::AWS_ZONE.accepts(value)
 }
 
 /// Empty = every size; duplicates are dropped; the result is sorted s, m, l.

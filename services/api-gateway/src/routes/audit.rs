@@ -79,6 +79,7 @@ async fn query_all(
     authed: Authed,
     Params(query): Params<AuditQuery>,
 ) -> ApiResult<Json<Page<AuditEntryView>>> {
+    super::views::filter_label("group", &query.group)?;
     let group = query.group.clone();
     run(&gateway, authed, group, query).await
 }
@@ -92,5 +93,7 @@ async fn query_group(
     Path(group): Path<String>,
     Params(query): Params<AuditQuery>,
 ) -> ApiResult<Json<Page<AuditEntryView>>> {
+    // Not used here (the path names the group), but held to the rule the document states.
+    super::views::filter_label("group", &query.group)?;
     run(&gateway, authed, group, query).await
 }

@@ -57,19 +57,30 @@ pub struct JobQuery {
     pub page_token: Option<String>,
 }
 
+/// The job states a `state` filter names, as the document's pattern ([`states_pattern`]) has
+/// them: exact lowercase words, comma-separated; empty = any.
+pub const JOB_STATES: [&str; 7] =
+    ["queued", "running", "succeeded", "failed", "failed_resumable", "cancelled", "dead_lettered"];
+
+/// [`JOB_STATES`] as the query's pattern.
+pub fn states_pattern() -> String {
+    let one = format!("({})", JOB_STATES.join("|"));
+    format!("^({one}(,{one})*)?$")
+}
+
 fn parse_states(states: &str) -> ApiResult<Vec<i32>> {
+    if states.is_empty() {
+        return Ok(Vec::new());
+    }
     states
         .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
         .map(|s| {
-            let name = s.to_ascii_uppercase();
-            let name =
-                if name.starts_with("JOB_STATE_") { name } else { format!("JOB_STATE_{name}") };
-            JobState::from_str_name(&name).map(|s| s as i32).ok_or_else(|| {
+            let known = JOB_STATES.contains(&s);
+            let state = JobState::from_str_name(&format!("JOB_STATE_{}", s.to_ascii_uppercase()));
+            state.filter(|_| known).map(|s| s as i32).ok_or_else(|| {
                 ApiError::invalid(format!(
-                    "state: `{s}` is not a job state (queued, running, succeeded, failed, \
-                     failed_resumable, cancelled, dead_lettered)"
+                    "state: `{s}` is not a job state (comma-separated, of {})",
+                    JOB_STATES.join(", ")
                 ))
             })
         })
@@ -134,6 +145,7 @@ async fn list_jobs(
     Path(group): Path<String>,
     Params(query): Params<JobQuery>,
 ) -> ApiResult<Json<Page<JobView>>> {
+    super::views::filter_label("environment", &query.environment)?;
     let page = PageQuery { page_size: query.page_size, page_token: query.page_token };
     let request = pb::ListJobsRequest {
         group,

@@ -104,6 +104,13 @@ async fn list_load(
     authed: Authed,
     Params(query): Params<LoadQuery>,
 ) -> ApiResult<Json<Page<LoadCellView>>> {
+    super::views::filter_label("group", &query.group)?;
+    super::views::filter_label("zone", &query.zone)?;
+    let page =
+        PageQuery { page_size: query.page_size, page_token: query.page_token.clone() }.to_pb()?;
+    // Checked here too: a caller who sees no group is answered without asking the service.
+    ramen_service::paging::Page::of(page.as_ref())
+        .map_err(|e| crate::error::ApiError::invalid(format!("page_token: {e}")))?;
     let visible = visible::groups(&gateway, &authed).await?;
     let groups = match (visible.as_deref(), query.group.as_str()) {
         (None, "") => Vec::new(),
@@ -115,9 +122,8 @@ async fn list_load(
             return Ok(Json(Page { items: Vec::new(), next_page_token: String::new() }));
         }
     };
-    let page = PageQuery { page_size: query.page_size, page_token: query.page_token };
     let zones = if query.zone.is_empty() { Vec::new() } else { vec![query.zone] };
-    let request = pb::ListLoadCellsRequest { groups, zones, page: page.to_pb()? };
+    let request = pb::ListLoadCellsRequest { groups, zones, page };
     let answer =
         gateway.clients().rebalancer.clone().list_load_cells(authed.call.request(request)).await?;
     let answer = answer.into_inner();

@@ -169,11 +169,15 @@ async fn set_ip_rules(
     Ok(Json(IpRulesView { placement: PlacementView::from(placement), rolled: answer.rolled }))
 }
 
+/// Exact words, as the document's `enum` lists them ([`TRACKS`]).
+/// The `track` filter's words; empty = both.
+pub const TRACKS: [&str; 3] = ["", "worker", "worker_canary"];
+
 fn parse_track(track: &str) -> ApiResult<Track> {
-    match track.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+    match track {
         "" => Ok(Track::Unspecified),
         "worker" => Ok(Track::Worker),
-        "worker_canary" | "canary" => Ok(Track::WorkerCanary),
+        "worker_canary" => Ok(Track::WorkerCanary),
         _ => Err(ApiError::invalid(format!(
             "track: `{track}` is not a track (worker or worker_canary)"
         ))),

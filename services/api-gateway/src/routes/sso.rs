@@ -142,7 +142,7 @@ async fn start(
 /// Where the identity provider sends the browser back. A console sign-in lands signed in on
 /// its `next` (or on the sign-in page with the reason); a CLI sign-in goes on to the CLI.
 #[utoipa::path(get, path = "/api/auth/sso/callback", tag = "auth", params(CallbackQuery),
-    responses((status = 200, description = "Signed in: the page moves on to the console"), (status = 302, description = "To the sign-in page with the reason, or to the CLI's loopback"), (status = 400, body = crate::error::ErrorBody, description = "Not this browser's sign-in, or unknown, used or expired"), (status = 404, body = crate::error::ErrorBody)))]
+    responses((status = 200, description = "Signed in: the page moves on to the console"), (status = 302, description = "To the sign-in page with the reason, or to the CLI's loopback"), (status = 400, body = crate::error::ErrorBody, description = "The sign-in is unknown, used or expired"), (status = 403, body = crate::error::ErrorBody, description = "`sso_not_this_browser`: this browser did not start the sign-in (no or another `ramen_sso` cookie)"), (status = 404, body = crate::error::ErrorBody)))]
 async fn callback(
     State(gateway): State<Gateway>,
     anon: Anonymous,
@@ -154,8 +154,9 @@ async fn callback(
         || bound.is_empty()
         || !bool::from(bound.as_bytes().ct_eq(query.state.as_bytes()))
     {
+        // 403: the request is well formed; this browser is not the one that started it.
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::FORBIDDEN,
             "sso_not_this_browser",
             "this sign-in was not started in this browser (or its cookie expired): start it again",
         ));

@@ -57,6 +57,17 @@ impl PageQuery {
     }
 }
 
+/// An optional name filter of a query (`group`, `environment`, `zone`): empty = no filter, else
+/// a DNS label, as the document says, so a name that can name nothing is a 400 rather than an
+/// empty page.
+pub fn filter_label(field: &str, value: &str) -> crate::error::ApiResult<()> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    ramen_service::validate::dns_label(value)
+        .map_err(|reason| crate::error::ApiError::invalid(format!("{field}: {reason}")))
+}
+
 pub fn next_token(page: Option<ramen_proto::common::v1::PageInfo>) -> String {
     page.map(|p| p.next_page_token).unwrap_or_default()
 }

@@ -15,8 +15,9 @@ pub fn word(proto_name: &str, prefix: &str) -> String {
 }
 
 /// A provider name from a request, or a 400 naming the field and the choices.
+/// Exact words, as the document's `enum` lists them.
 pub fn parse_provider(value: &str) -> Result<Provider, ApiError> {
-    match value.trim().to_ascii_lowercase().as_str() {
+    match value {
         "local" => Ok(Provider::Local),
         "gcp" => Ok(Provider::Gcp),
         "aws" => Ok(Provider::Aws),
@@ -27,8 +28,9 @@ pub fn parse_provider(value: &str) -> Result<Provider, ApiError> {
 }
 
 /// A size name from a request, or a 400 naming the field and the choices.
+/// Exact words, as the document's `enum` lists them.
 pub fn parse_size(field: &str, value: &str) -> Result<Size, ApiError> {
-    match value.trim().to_ascii_lowercase().as_str() {
+    match value {
         "s" => Ok(Size::S),
         "m" => Ok(Size::M),
         "l" => Ok(Size::L),

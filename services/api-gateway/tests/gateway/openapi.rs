@@ -47,3 +47,46 @@ async fn every_route_of_the_table_is_in_the_served_document() {
         .sum();
     assert_eq!(documented, specs.len(), "the document holds exactly the table's routes");
 }
+
+/// Request bodies carry the rules the services check with, taken from the same definitions
+/// (`ramen_rules`), and every field the generator names is in the document.
+#[tokio::test]
+async fn bodies_state_the_rules_the_services_check() {
+    let stack = Stack::start().await;
+    let answer = stack.call(Method::GET, "/api/openapi.json", None, None).await;
+    let mut doc = answer.body.clone();
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["NewUserBody"]["properties"]["email"]["pattern"],
+        ramen_service::rules::EMAIL.pattern
+    );
+    assert_eq!(
+        schemas["NewGroupBody"]["properties"]["name"]["pattern"],
+        ramen_service::validate::DNS_LABEL_PATTERN
+    );
+    assert_eq!(schemas["NewGroupBody"]["properties"]["repo_url"]["format"], "git-remote");
+    assert_eq!(
+        schemas["SettingsBody"]["properties"]["auto_rebalance_interval_seconds"]["maximum"],
+        ramen_service::rules::REBALANCE_INTERVAL_SECONDS.1
+    );
+    let regions: Vec<_> = schemas["NewZoneBody"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|branch| branch["properties"]["region"]["pattern"].clone())
+        .collect();
+    assert_eq!(regions[1], ramen_service::rules::GCP_ZONE.pattern);
+    assert_eq!(regions[2], ramen_service::rules::AWS_ZONE.pattern);
+    assert_eq!(
+        schemas["BoundsBody"]["properties"]["aws"]["properties"]["resources"]["items"]["pattern"],
+        ramen_service::rules::AWS_RESOURCE_PATTERN.pattern
+    );
+    // No `u32` left reading as at most 2³¹−1.
+    assert!(
+        !doc.to_string().contains(r#""format":"int32","minimum":0}"#),
+        "an unsigned int32 left"
+    );
+    // Applied again, the generator finds every field it names (a renamed one would be missing).
+    let missing = ramen_api_gateway::contract::bodies::apply(&mut doc);
+    assert!(missing.is_empty(), "fields the body rules name and the document lacks: {missing:?}");
+}

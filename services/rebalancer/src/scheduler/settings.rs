@@ -24,7 +24,8 @@ use crate::ports::SchedulerSettings;
 pub const COLLECTION: &str = "rebalancer_settings";
 const RECORD_ID: &str = "scheduler";
 /// Shortest scheduler period accepted (a rebalance rolls LB weights; faster is churn).
-pub const MIN_INTERVAL_SECONDS: u32 = 10;
+pub const MIN_INTERVAL_SECONDS: u32 = ramen_service::rules::REBALANCE_INTERVAL_SECONDS.0;
+pub const MAX_INTERVAL_SECONDS: u32 = ramen_service::rules::REBALANCE_INTERVAL_SECONDS.1;
 
 /// `rebalancer_settings/scheduler`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,11 +97,13 @@ impl Scheduler {
         change: SettingsChange,
     ) -> Result<SettingsRecord, Error> {
         if let Some(interval) = change.interval_seconds
-            && interval < MIN_INTERVAL_SECONDS
+            && !(MIN_INTERVAL_SECONDS..=MAX_INTERVAL_SECONDS).contains(&interval)
         {
             return Err(Error::invalid(
                 "auto_rebalance_interval_seconds",
-                format!("must be at least {MIN_INTERVAL_SECONDS}"),
+                format!(
+                    "must be from {MIN_INTERVAL_SECONDS} to {MAX_INTERVAL_SECONDS} (a day; to stop rebalancing, set auto_rebalance_enabled = false)"
+                ),
             ));
         }
         let mut record = self.settings_record().await?;

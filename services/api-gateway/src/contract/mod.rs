@@ -9,6 +9,8 @@
 //!   yet changed), 404 where the path names something, 413 and 415 with a JSON body, and 503
 //!   (a service behind the gateway unreachable) everywhere.
 
+pub mod bodies;
+
 use ramen_service::paging::MAX_SIZE;
 use ramen_service::validate::{DNS_LABEL_MAX_LEN, DNS_LABEL_PATTERN};
 use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
@@ -89,12 +91,37 @@ fn constrain_parameters(path: &str, operation: &mut Operation) {
         let schema = match (&parameter.parameter_in, name) {
             (ParameterIn::Path, _) if LABELS.contains(&name) => label(),
             (ParameterIn::Path, "seq") => sequence(),
+            (ParameterIn::Path, "job" | "key_id" | "user_id") => text(ID_PATTERN),
+            (ParameterIn::Path, "name") if path.contains("/secrets/") => {
+                json_schema(bodies::secret_name())
+            }
             (ParameterIn::Query, "page_size") => page_size(),
             (ParameterIn::Query, "page_token") => page_token(path.ends_with("/audit")),
+            // The optional name filters (`group`, `environment`, `zone`) are set on the JSON
+            // document: see `bodies::optional_filters`.
+            (ParameterIn::Query, "track") => json_schema(serde_json::json!({
+                "type": "string", "enum": crate::routes::placements::TRACKS,
+            })),
+            (ParameterIn::Query, "state") if path.ends_with("/jobs") => {
+                text(&crate::routes::jobs::states_pattern())
+            }
             _ => continue,
         };
         parameter.schema = Some(RefOr::T(schema));
     }
+}
+
+/// Ids ramen issues (users, keys, jobs) are UUIDs; anything else names nothing (404).
+const ID_PATTERN: &str = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
+fn text(pattern: &str) -> Schema {
+    Schema::Object(ObjectBuilder::new().schema_type(Type::String).pattern(Some(pattern)).build())
+}
+
+/// A schema written as JSON. (utoipa's `Schema` keeps no `anyOf` beside `type`: such schemas
+/// are set on the JSON document, in `bodies`.)
+fn json_schema(value: serde_json::Value) -> Schema {
+    serde_json::from_value(value).expect("a schema written here is a valid schema")
 }
 
 /// `ramen_service::paging`: 0 asks for the default, at most [`MAX_SIZE`].

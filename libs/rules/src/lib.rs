@@ -1,0 +1,227 @@
+//! Input rules stated once. The OpenAPI document carries each as JSON Schema (`pattern`,
+//! `minLength`, `maxLength`, see `services/api-gateway/src/contract.rs`) and the services check
+//! input with the very same rule ([`TextRule::accepts`]), so the document and the check cannot
+//! disagree: a value one accepts the other accepts.
+//!
+//! Patterns are written in the subset that ECMA-262 (JSON Schema), Python's `re` (what
+//! schemathesis generates from) and the `regex` crate read alike: ASCII ranges in classes, no
+//! `.`, no `\s`/`\w`, no lookaround. Lengths are counted in characters, as JSON Schema counts.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+pub struct TextRule {
+    /// What a value of this kind is, for messages: "an email address".
+    pub what: &'static str,
+    /// Searched for, as JSON Schema does: anchor it (`^…$`) to mean the whole value.
+    pub pattern: &'static str,
+    pub min_chars: usize,
+    pub max_chars: usize,
+    compiled: OnceLock<Regex>,
+}
+
+impl TextRule {
+    pub const fn new(
+        what: &'static str,
+        pattern: &'static str,
+        min_chars: usize,
+        max_chars: usize,
+    ) -> Self {
+        Self { what, pattern, min_chars, max_chars, compiled: OnceLock::new() }
+    }
+
+    /// Whether `value` keeps the rule: its length in characters within bounds and the pattern
+    /// found in it.
+    pub fn accepts(&self, value: &str) -> bool {
+        let chars = value.chars().count();
+        (self.min_chars..=self.max_chars).contains(&chars) && self.regex().is_match(value)
+    }
+
+    fn regex(&self) -> &Regex {
+        // The patterns are constants of this module, each compiled by a test below.
+        self.compiled.get_or_init(|| Regex::new(self.pattern).expect("a rule's pattern compiles"))
+    }
+}
+
+/// An email address as HTML's `input type=email` defines it (the WHATWG "valid e-mail address"),
+/// at most 254 characters (RFC 5321's path limit). Stored lowercased.
+pub static EMAIL: TextRule = TextRule::new(
+    "an email address (name@example.com)",
+    r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    3,
+    254,
+);
+
+/// A new password: 12 to 256 characters, not only spaces. The upper bound caps the argon2 work
+/// an unauthenticated caller can ask for.
+pub static PASSWORD: TextRule = TextRule::new(
+    "a password of 12 to 256 characters, not only spaces",
+    r"[^\t\n\x0B\x0C\r ]",
+    12,
+    256,
+);
+
+/// A container image reference (`registry/name:tag`, `name@sha256:…`) or empty for the platform
+/// default. ASCII, as the OCI distribution grammar is; never starting with `-` (it reaches
+/// command lines).
+pub static IMAGE_REFERENCE: TextRule = TextRule::new(
+    "an image reference (registry/name:tag or name@sha256:digest), or empty",
+    r"^([A-Za-z0-9][A-Za-z0-9._/:@-]*)?$",
+    0,
+    512,
+);
+
+/// A permission or resource pattern of the service-account bounds: printable ASCII without
+/// spaces (IAM actions, roles and ARNs are).
+pub static CLOUD_PATTERN: TextRule = TextRule::new(
+    "a pattern (printable ASCII, no spaces, 1 to 512 characters)",
+    r"^[!-~]+$",
+    1,
+    512,
+);
+
+/// An AWS resource pattern of the bounds: `*`, or an ARN naming its partition and service
+/// literally (`arn:aws:s3:::bucket/*`): IAM takes a boundary's `Resource` only so.
+pub static AWS_RESOURCE_PATTERN: TextRule = TextRule::new(
+    "`*` or an ARN with a literal partition and service (arn:aws:s3:::name/*)",
+    r"^(\*|arn:[!-)+-9;-~]+:[!-)+-9;-~]+:[!-~]*)$",
+    1,
+    512,
+);
+
+/// A GCP zone: `<area>-<location><digits>-<letter>` (`us-central1-a`).
+pub static GCP_ZONE: TextRule =
+    TextRule::new("a GCP zone (us-central1-a)", r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", 1, 63);
+
+/// An AWS availability zone: `<area>[-gov]-<location>-<digits><letter>` (`us-east-1a`).
+pub static AWS_ZONE: TextRule = TextRule::new(
+    "an AWS availability zone (us-east-1a)",
+    r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]+[a-z]$",
+    1,
+    63,
+);
+
+/// A secret's name is an environment-variable name (`GITHUB_TOKEN`).
+pub static SECRET_NAME: TextRule = TextRule::new(
+    "an environment-variable name ([A-Za-z_][A-Za-z0-9_]*)",
+    r"^[A-Za-z_][A-Za-z0-9_]*$",
+    1,
+    128,
+);
+
+/// A secret's value: anything, 1 to 65,536 characters.
+pub static SECRET_VALUE: TextRule = TextRule::new("1 to 65536 characters", "", 1, 65_536);
+
+/// A display name (an MCP key's): 1 to 64 characters, no control characters, not only spaces.
+pub static DISPLAY_NAME: TextRule = TextRule::new(
+    "1 to 64 printable characters, not only spaces",
+    r"^[^\x00-\x1F\x7F-\x9F]*[^\x00-\x20\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$",
+    1,
+    64,
+);
+
+/// A GitHub App's private key as GitHub hands it out: PEM armour around the key, or empty to
+/// remove it. The key itself is checked where it is used (signing the App's token).
+pub static PEM_PRIVATE_KEY: TextRule = TextRule::new(
+    "a PEM private key (-----BEGIN … PRIVATE KEY-----), or empty",
+    r"^$|-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----",
+    0,
+    65_536,
+);
+
+/// The most patterns one list of the service-account bounds holds.
+pub const BOUNDS_MAX_PATTERNS: usize = 200;
+
+/// The auto-rebalance interval in seconds, both ends included: at least 10 (each run may move
+/// workers), at most a day (rarer than that, turn it off: `auto_rebalance_enabled = false`).
+pub const REBALANCE_INTERVAL_SECONDS: (u32, u32) = (10, 86_400);
+
+/// Every rule, for the tests (and the document's generator, which names them one by one).
+pub fn all() -> [&'static TextRule; 11] {
+    [
+        &EMAIL,
+        &PASSWORD,
+        &IMAGE_REFERENCE,
+        &CLOUD_PATTERN,
+        &AWS_RESOURCE_PATTERN,
+        &GCP_ZONE,
+        &AWS_ZONE,
+        &SECRET_NAME,
+        &SECRET_VALUE,
+        &DISPLAY_NAME,
+        &PEM_PRIVATE_KEY,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        for rule in all() {
+            Regex::new(rule.pattern).unwrap_or_else(|e| panic!("{}: {e}", rule.what));
+            assert!(rule.min_chars <= rule.max_chars, "{}", rule.what);
+        }
+    }
+
+    #[test]
+    fn examples() {
+        let cases: [(&TextRule, &[&str], &[&str]); 9] = [
+            (
+                &EMAIL,
+                &["a@b", "Ann.Lee+x@mail.example.com"],
+                &["", "a", "a@", "@b", "a b@c", "a@b@c", "a@-b", " a@b"],
+            ),
+            (
+                &PASSWORD,
+                &["correct horse battery", "            x"],
+                &["short", "            ", "\t\t\t\t\t\t\t\t\t\t\t\t\t"],
+            ),
+            (&IMAGE_REFERENCE, &["", "python:3.12", "ghcr.io/a/b@sha256:00"], &["-x", "a b", "é"]),
+            (&CLOUD_PATTERN, &["s3:GetObject", "roles/storage.*"], &["", "a b", "é"]),
+            (
+                &AWS_RESOURCE_PATTERN,
+                &["*", "arn:aws:s3:::bucket/*", "arn:aws:s3:"],
+                &["arn:*:s3:::x", "arn:aws::x", "bucket", "arn:aws:s3"],
+            ),
+            (
+                &GCP_ZONE,
+                &["us-central1-a", "europe-west4-b"],
+                &["us-central-a", "us-central1", "US-central1-a"],
+            ),
+            (
+                &AWS_ZONE,
+                &["us-east-1a", "us-gov-west-1a", "us-gov-1a"],
+                &["us-east-1", "use-east-1a", "us-east-a"],
+            ),
+            (&DISPLAY_NAME, &["ci", " ci key ", "clé"], &["", "   ", "a\nb", &"x".repeat(65)]),
+            (
+                &PEM_PRIVATE_KEY,
+                &["", "-----BEGIN RSA PRIVATE KEY-----\nMII…", "-----BEGIN PRIVATE KEY-----"],
+                &["key", "-----BEGIN PUBLIC KEY-----"],
+            ),
+        ];
+        for (rule, good, bad) in cases {
+            for value in good {
+                assert!(rule.accepts(value), "{}: {value:?} refused", rule.what);
+            }
+            for value in bad {
+                assert!(!rule.accepts(value), "{}: {value:?} accepted", rule.what);
+            }
+        }
+    }
+
+    proptest! {
+        /// No input panics a rule, and a refusal is a plain `false`.
+        #[test]
+        fn any_input_is_judged(value in any::<String>()) {
+            for rule in all() {
+                let _ = rule.accepts(&value);
+            }
+        }
+    }
+}
