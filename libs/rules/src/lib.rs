@@ -130,6 +130,51 @@ pub static PEM_PRIVATE_KEY: TextRule = TextRule::new(
     65_536,
 );
 
+/// An importable Python package name (a package of a group's repo, as paths name it).
+pub static PACKAGE_NAME: TextRule = TextRule::new(
+    "a Python package name ([A-Za-z_][A-Za-z0-9_]*)",
+    r"^[A-Za-z_][A-Za-z0-9_]*$",
+    1,
+    200,
+);
+
+/// A package (`weather`) or tool (`weather.forecast`) name, as blocking and call rules name them.
+pub static TOOL_NAME: TextRule = TextRule::new(
+    "a package (`weather`) or tool (`weather.forecast`) name",
+    r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*$",
+    1,
+    200,
+);
+
+/// A deploy's idempotency key: printable ASCII without spaces, at most 128 characters.
+pub static IDEMPOTENCY_KEY: TextRule =
+    TextRule::new("at most 128 printable ASCII characters without spaces", r"^[!-~]*$", 0, 128);
+
+/// An OAuth scope (RFC 6749 §3.3: printable ASCII without spaces, `"` or `\`), at most 128.
+pub static SCOPE: TextRule = TextRule::new(
+    "a scope (printable ASCII, no spaces, quotes or backslashes)",
+    r#"^[!#-\[\]-~]+$"#,
+    1,
+    128,
+);
+
+/// An OpenID issuer: an https URL, or http on a loopback host (a provider on this machine);
+/// printable ASCII without spaces or quotes. A trailing `/` is dropped when stored.
+pub static ISSUER: TextRule = TextRule::new(
+    "an issuer URL: https://… (http only on a loopback host)",
+    r"^(https://[!#-.0-~][!#-~]*|http://(127\.0\.0\.1|localhost|\[::1\])([:/][!#-~]*)?)$",
+    1,
+    2048,
+);
+
+/// Ids ramen issues (users, MCP keys, deploy jobs): UUIDs, lowercase.
+pub static ID: TextRule = TextRule::new(
+    "an id (a UUID)",
+    "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    36,
+    36,
+);
+
 /// The most patterns one list of the service-account bounds holds.
 pub const BOUNDS_MAX_PATTERNS: usize = 200;
 
@@ -138,7 +183,7 @@ pub const BOUNDS_MAX_PATTERNS: usize = 200;
 pub const REBALANCE_INTERVAL_SECONDS: (u32, u32) = (10, 86_400);
 
 /// Every rule, for the tests (and the document's generator, which names them one by one).
-pub fn all() -> [&'static TextRule; 11] {
+pub fn all() -> [&'static TextRule; 17] {
     [
         &EMAIL,
         &PASSWORD,
@@ -151,6 +196,12 @@ pub fn all() -> [&'static TextRule; 11] {
         &SECRET_VALUE,
         &DISPLAY_NAME,
         &PEM_PRIVATE_KEY,
+        &PACKAGE_NAME,
+        &IDEMPOTENCY_KEY,
+        &SCOPE,
+        &ISSUER,
+        &ID,
+        &TOOL_NAME,
     ]
 }
 
@@ -170,7 +221,27 @@ mod tests {
 
     #[test]
     fn examples() {
-        let cases: [(&TextRule, &[&str], &[&str]); 9] = [
+        let cases: [(&TextRule, &[&str], &[&str]); 13] = [
+            (&SCOPE, &["mcp", "api://x/.default"], &["", "a b", "a\"b", "a\\b", " mcp"]),
+            (
+                &ISSUER,
+                &[
+                    "https://idp.example",
+                    "https://idp.example/",
+                    "http://127.0.0.1:9000/",
+                    "http://localhost",
+                ],
+                &[
+                    "http://idp.example",
+                    "https://",
+                    "https:///",
+                    "https://a b",
+                    "http://localhost.evil",
+                    " https://a",
+                ],
+            ),
+            (&PACKAGE_NAME, &["weather", "_x1"], &["", "1a", "a-b", "a.b"]),
+            (&IDEMPOTENCY_KEY, &["", "deploy-1"], &["a b", "é"]),
             (
                 &EMAIL,
                 &["a@b", "Ann.Lee+x@mail.example.com"],

@@ -102,6 +102,7 @@ async fn check(gateway: &Gateway, policy: Policy, request: Request) -> Result<Re
     if caller.must_change_password && !policy.pending_ok {
         return Err(ApiError::password_change_required());
     }
+    crate::contract::check_path(&mut parts).await?;
     let request_id = parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
     let call = match policy.access.action() {
         Some((action, scoped)) => {

@@ -35,7 +35,36 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         if bytes.is_empty() {
             return Err(ApiError::invalid("request body: expected a JSON object"));
         }
-        serde_json::from_slice(&bytes).map(Body).map_err(|e| ApiError::invalid(body_error(&e)))
+        parse(&bytes).map(Body)
+    }
+}
+
+/// Parses a JSON body as JSON Schema reads it: a number with no fractional part (`10.0`) is an
+/// integer there, so an integer field takes it (serde alone would refuse it for a `u32`).
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(body_error(&e)))?;
+    integral(&mut value);
+    serde_json::from_value(value).map_err(|e| ApiError::invalid(body_error(&e)))
+}
+
+fn integral(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            if f.fract() == 0.0 {
+                // In range: the cast is exact for every integral f64 below 2^63 (2^64).
+                if f.abs() < 2f64.powi(63) {
+                    *n = (f as i64).into();
+                } else if (0.0..2f64.powi(64)).contains(&f) {
+                    *n = (f as u64).into();
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral),
+        Value::Object(map) => map.values_mut().for_each(integral),
+        _ => {}
     }
 }
 
@@ -77,9 +106,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Self(T::default()));
         }
-        serde_json::from_slice(&bytes)
-            .map(OptionalBody)
-            .map_err(|e| ApiError::invalid(body_error(&e)))
+        parse(&bytes).map(OptionalBody)
     }
 }
 
@@ -99,7 +126,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::{body_error, require_json};
+    use super::{body_error, parse, require_json};
 
     #[test]
     fn only_declared_json_is_json() {
@@ -131,6 +158,21 @@ mod tests {
     struct Secretish {
         value: String,
         count: u32,
+    }
+
+    #[test]
+    fn integral_numbers_are_integers() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Counts {
+            small: u32,
+            signed: i64,
+            list: Vec<u8>,
+        }
+        let counts: Counts =
+            parse(br#"{"small": 10.0, "signed": -3.0, "list": [1.0, 2]}"#).unwrap();
+        assert_eq!((counts.small, counts.signed, counts.list), (10, -3, vec![1, 2]));
+        let fractional = parse::<Counts>(br#"{"small": 10.5, "signed": 0, "list": []}"#);
+        assert!(fractional.is_err());
     }
 
     #[test]

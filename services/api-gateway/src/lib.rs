@@ -77,7 +77,9 @@ pub async fn start_with(platform: Platform, settings: Settings) -> Result<Runnin
 pub fn router(gateway: Gateway, edge: Arc<ramen_edge::Edge>, platform: &Platform) -> Router {
     let (api, document) = routes::build(&gateway);
     let mut document = serde_json::to_value(&document).unwrap_or_default();
-    let missing = contract::bodies::apply(&mut document);
+    let limits =
+        contract::bodies::Limits { max_worker_count: platform.config.zone.max_worker_count };
+    let missing = contract::bodies::apply(&mut document, limits);
     if !missing.is_empty() {
         // A renamed field; the gateway's tests fail on it, a running gateway carries on.
         tracing::warn!(?missing, "the OpenAPI document lacks fields its body rules name");

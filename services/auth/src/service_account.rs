@@ -14,7 +14,8 @@ use crate::{Auth, validate};
 use ramen_access::Caller;
 use ramen_grant_bounds::{Bounds, Provider};
 
-const MAX_RULES: usize = 100;
+pub const MAX_RULES: usize = 100;
+pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 
 fn check(rules: &[RuleRecord], bounds: &Bounds) -> Result<(), AuthError> {
     if rules.len() > MAX_RULES {
@@ -27,20 +28,20 @@ fn check(rules: &[RuleRecord], bounds: &Bounds) -> Result<(), AuthError> {
                 format!("rule {i}: needs at least one permission"),
             ));
         }
+        // The API document's rule for both ([`ramen_service::rules::CLOUD_PATTERN`]).
         let fields = rule.permissions.iter().chain(&rule.resources);
-        if let Some(bad) = fields
-            .into_iter()
-            .find(|v| v.trim().is_empty() || v.len() > 512 || v.chars().any(char::is_whitespace))
+        if let Some(bad) =
+            fields.into_iter().find(|v| !ramen_service::rules::CLOUD_PATTERN.accepts(v))
         {
             return Err(AuthError::invalid(
                 "rules",
                 format!("rule {i}: `{bad}` is not a permission or resource name"),
             ));
         }
-        if rule.description.len() > 1024 {
+        if rule.description.chars().count() > MAX_DESCRIPTION_CHARS {
             return Err(AuthError::invalid(
                 "rules",
-                format!("rule {i}: description is over 1024 bytes"),
+                format!("rule {i}: description is over {MAX_DESCRIPTION_CHARS} characters"),
             ));
         }
     }

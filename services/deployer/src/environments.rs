@@ -250,22 +250,20 @@ impl Registry {
     async fn check_zones(&self, group: &GroupRecord, zones: &[String]) -> Result<Vec<String>> {
         let zones = validate::zones(zones)?;
         for zone in &zones {
+            // 404: the request is well formed, the zone it names is not there.
             if self.core.zones.zone(zone).await?.is_none() {
-                return Err(Error::invalid(
-                    "zones",
-                    format!("zone `{zone}` does not exist (a super admin creates zones)"),
-                ));
+                return Err(Error::NotFound(format!(
+                    "zone `{zone}` (named in `zones`; a super admin creates zones)"
+                )));
             }
             let allowed = &group.restrictions.allowed_zones;
+            // 403: well formed, and the group's restrictions say no.
             if !allowed.is_empty() && !allowed.contains(zone) {
-                return Err(Error::invalid(
-                    "zones",
-                    format!(
-                        "group `{}` may not use zone `{zone}` (allowed: {})",
-                        group.name,
-                        allowed.join(", ")
-                    ),
-                ));
+                return Err(Error::PermissionDenied(format!(
+                    "zones: group `{}` may not use zone `{zone}` (allowed: {})",
+                    group.name,
+                    allowed.join(", ")
+                )));
             }
         }
         Ok(zones)

@@ -172,35 +172,27 @@ fn checked_rule(n: usize, rule: &CallRule) -> Result<CallRule> {
     Ok(out)
 }
 
-/// An issuer: an https URL, or http on a loopback host (a provider on this machine).
+/// An issuer: [`ramen_service::rules::ISSUER`] (an https URL, or http on a loopback host),
+/// stored without a trailing `/`.
 fn issuer_url(raw: &str) -> Result<String> {
-    let url = raw.trim().trim_end_matches('/');
-    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"].iter().any(|p| {
-        url.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-    });
-    let https = url.strip_prefix("https://").is_some_and(|rest| !rest.is_empty());
-    if !(https || loopback) || url.chars().any(|c| c.is_whitespace() || c == '"') {
+    if !ramen_service::rules::ISSUER.accepts(raw) {
         return Err(Error::invalid(
             "auth.issuers",
-            format!("{raw:?} is not an issuer URL: https://… (http only on a loopback host)"),
+            format!("{raw:?} is not {}", ramen_service::rules::ISSUER.what),
         ));
     }
-    Ok(url.to_owned())
+    Ok(raw.trim_end_matches('/').to_owned())
 }
 
-/// A scope: printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3).
+/// A scope: [`ramen_service::rules::SCOPE`] (RFC 6749 §3.3).
 fn token(field: &'static str, raw: &str) -> Result<String> {
-    let value = raw.trim();
-    let ok = !value.is_empty()
-        && value.len() <= 128
-        && value.chars().all(|c| c.is_ascii_graphic() && c != '"' && c != '\\');
-    if !ok {
+    if !ramen_service::rules::SCOPE.accepts(raw) {
         return Err(Error::invalid(
             field,
-            format!("{raw:?} is not a scope (printable, no spaces or quotes)"),
+            format!("{raw:?} is not {}", ramen_service::rules::SCOPE.what),
         ));
     }
-    Ok(value.to_owned())
+    Ok(raw.to_owned())
 }
 
 #[cfg(test)]

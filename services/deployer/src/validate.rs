@@ -12,14 +12,9 @@ pub fn dns_label(field: &'static str, value: &str) -> Result<()> {
 pub fn blocked(values: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for raw in values {
-        let value = raw.trim();
-        let ok = !value.is_empty()
-            && value.len() <= 200
-            && value.split('.').all(|part| {
-                !part.is_empty()
-                    && part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                    && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
-            });
+        // The API document's rule ([`ramen_service::rules::TOOL_NAME`]); not trimmed.
+        let value = raw.as_str();
+        let ok = ramen_service::rules::TOOL_NAME.accepts(value);
         if !ok {
             return Err(Error::invalid(
                 "blocked",
@@ -45,9 +40,9 @@ pub fn zones(values: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Idempotency keys: printable, no spaces, at most 128 bytes.
+/// Idempotency keys: [`ramen_service::rules::IDEMPOTENCY_KEY`].
 pub fn idempotency_key(key: &str) -> Result<()> {
-    if key.len() > 128 || !key.chars().all(|c| c.is_ascii_graphic()) {
+    if !ramen_service::rules::IDEMPOTENCY_KEY.accepts(key) {
         return Err(Error::invalid(
             "idempotency_key",
             "must be at most 128 printable ASCII characters without spaces",
@@ -66,8 +61,10 @@ mod tests {
         for bad in ["", "Team", "1team", "team-", "te_am", &"a".repeat(64)] {
             assert!(dns_label("name", bad).is_err(), "{bad}");
         }
-        let list = blocked(&["weather".into(), " notes.add ".into(), "weather".into()]).unwrap();
+        let list = blocked(&["weather".into(), "notes.add".into(), "weather".into()]).unwrap();
         assert_eq!(list, vec!["weather", "notes.add"]);
+        // As the API document states it: not trimmed.
+        assert!(blocked(&[" notes.add ".into()]).is_err());
         assert!(blocked(&["bad name".into()]).unwrap_err().to_string().contains("bad name"));
         assert!(blocked(&["a..b".into()]).is_err());
         assert!(idempotency_key("retry-1").is_ok());

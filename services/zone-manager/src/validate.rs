@@ -106,12 +106,9 @@ pub fn worker_count(count: u32, max: u32) -> Result<()> {
     Ok(())
 }
 
-/// A package is an importable Python package name.
+/// A package is an importable Python package name ([`ramen_service::rules::PACKAGE_NAME`]).
 pub fn package(name: &str) -> Result<()> {
-    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && name.len() <= 200;
-    if ok {
+    if ramen_service::rules::PACKAGE_NAME.accepts(name) {
         Ok(())
     } else {
         Err(Error::invalid("package", format!("{name:?} is not a Python package name")))

@@ -9,8 +9,8 @@
 
 use ramen_service::rules::{
     AWS_RESOURCE_PATTERN, AWS_ZONE, BOUNDS_MAX_PATTERNS, CLOUD_PATTERN, DISPLAY_NAME, EMAIL,
-    GCP_ZONE, IMAGE_REFERENCE, PASSWORD, PEM_PRIVATE_KEY, REBALANCE_INTERVAL_SECONDS, SECRET_NAME,
-    SECRET_VALUE, TextRule,
+    GCP_ZONE, IDEMPOTENCY_KEY, IMAGE_REFERENCE, ISSUER, PASSWORD, PEM_PRIVATE_KEY,
+    REBALANCE_INTERVAL_SECONDS, SCOPE, SECRET_NAME, SECRET_VALUE, TOOL_NAME, TextRule,
 };
 
 /// zone-manager's `MAX_IP_RULES`.
@@ -36,9 +36,16 @@ fn label() -> Value {
     text(&DNS_LABEL_RULE)
 }
 
+/// What the platform's configuration bounds, for the document to say.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// `zone.max_worker_count`: the most stable workers a placement may ask for.
+    pub max_worker_count: u32,
+}
+
 /// Writes every body rule into `doc`; returns the schema paths it expected and did not find
 /// (a renamed field: the test fails on any).
-pub fn apply(doc: &mut Value) -> Vec<String> {
+pub fn apply(doc: &mut Value, limits: Limits) -> Vec<String> {
     let mut edit = Edit { doc, missing: Vec::new() };
     let git_remote = format("git-remote", 2048);
     let git_ref = format("git-ref", 255);
@@ -107,6 +114,13 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
         json!({ "properties": { "resources": { "items": text(&AWS_RESOURCE_PATTERN) } } }),
     );
 
+    // auth's service_account.rs (MAX_RULES, MAX_DESCRIPTION_CHARS).
+    edit.property("RulesBody", "rules", json!({ "maxItems": 100 }));
+    edit.property("RuleView", "permissions", json!({ "minItems": 1 }));
+    edit.items("RuleView", "permissions", text(&CLOUD_PATTERN));
+    edit.items("RuleView", "resources", text(&CLOUD_PATTERN));
+    edit.property("RuleView", "description", json!({ "maxLength": 1024 }));
+
     let (low, high) = REBALANCE_INTERVAL_SECONDS;
     edit.property(
         "SettingsBody",
@@ -126,11 +140,8 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
     edit.property("IpRulesBody", "ip_rules", json!({ "maxItems": IP_RULES_MAX }));
 
     edit.property("NewEnvironmentBody", "name", label());
-    edit.property(
-        "NewEnvironmentBody",
-        "git_ref",
-        merge(git_ref.clone(), json!({ "minLength": 1 })),
-    );
+    // Empty = the group's default ref (a deploy's: the environment's); a change names one.
+    edit.property("NewEnvironmentBody", "git_ref", git_ref.clone());
     edit.items("NewEnvironmentBody", "zones", label());
     edit.property(
         "EnvironmentPatchBody",
@@ -138,10 +149,22 @@ pub fn apply(doc: &mut Value) -> Vec<String> {
         merge(git_ref.clone(), json!({ "minLength": 1 })),
     );
     edit.items("EnvironmentPatchBody", "zones", label());
-    edit.property("DeployBody", "git_ref", merge(git_ref, json!({ "minLength": 1 })));
+    edit.items("NewEnvironmentBody", "blocked", text(&TOOL_NAME));
+    edit.items("EnvironmentPatchBody", "blocked", text(&TOOL_NAME));
+    edit.property("DeployBody", "git_ref", git_ref);
+    edit.property("DeployBody", "idempotency_key", text(&IDEMPOTENCY_KEY));
+    edit.property(
+        "CountBody",
+        "count",
+        json!({ "minimum": 1, "maximum": limits.max_worker_count }),
+    );
+    edit.property("NewKeyBody", "expires_at", json!({ "format": "date-time" }));
+    edit.items("McpAuthBody", "issuers", text(&ISSUER));
+    edit.items("McpAuthBody", "scopes", text(&SCOPE));
     edit.u32_ranges();
     edit.optional_filters();
     edit.cli_sign_in();
+    edit.job_events();
     edit.missing
 }
 
@@ -220,6 +243,33 @@ impl Edit<'_> {
                 }
             }
         }
+    }
+
+    /// A job's progress stream: each server-sent event is `event: job` with the whole job as
+    /// JSON in `data`, or `event: error` with the error body. The stream's schema describes the
+    /// event (OpenAPI 3.2's `itemSchema`, which 3.1 tools read from `schema`).
+    fn job_events(&mut self) {
+        let pointer = "/paths/~1api~1groups~1{group}~1jobs~1{job}~1events/get/responses/200/content/text~1event-stream";
+        let Some(content) = self.doc.pointer_mut(pointer) else {
+            self.missing.push("GET /api/groups/{group}/jobs/{job}/events 200".into());
+            return;
+        };
+        content["schema"] = json!({
+            "type": "object",
+            "properties": {
+                "event": { "enum": ["job", "error"] },
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": { "anyOf": [
+                        { "$ref": "#/components/schemas/JobView" },
+                        { "$ref": "#/components/schemas/ErrorBody" },
+                    ] },
+                },
+                "id": { "type": "string" },
+                "retry": { "type": "integer", "minimum": 0 },
+            },
+        });
     }
 
     /// `ramen login --sso` gives `cli_port` and `code_challenge` together or not at all: one

@@ -12,6 +12,7 @@
 pub mod bodies;
 
 use ramen_service::paging::MAX_SIZE;
+use ramen_service::rules;
 use ramen_service::validate::{DNS_LABEL_MAX_LEN, DNS_LABEL_PATTERN};
 use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
@@ -91,7 +92,8 @@ fn constrain_parameters(path: &str, operation: &mut Operation) {
         let schema = match (&parameter.parameter_in, name) {
             (ParameterIn::Path, _) if LABELS.contains(&name) => label(),
             (ParameterIn::Path, "seq") => sequence(),
-            (ParameterIn::Path, "job" | "key_id" | "user_id") => text(ID_PATTERN),
+            (ParameterIn::Path, "job" | "key_id" | "user_id") => text(rules::ID.pattern),
+            (ParameterIn::Path, "package") => text(rules::PACKAGE_NAME.pattern),
             (ParameterIn::Path, "name") if path.contains("/secrets/") => {
                 json_schema(bodies::secret_name())
             }
@@ -111,8 +113,42 @@ fn constrain_parameters(path: &str, operation: &mut Operation) {
     }
 }
 
-/// Ids ramen issues (users, keys, jobs) are UUIDs; anything else names nothing (404).
-const ID_PATTERN: &str = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+/// The path's names held to the rules the document states for them ([`constrain_parameters`]):
+/// one that breaks its rule names nothing, 404, before any service is asked (some services
+/// would answer an empty list for a name that cannot exist).
+pub async fn check_path(
+    parts: &mut axum::http::request::Parts,
+) -> Result<(), crate::error::ApiError> {
+    use axum::extract::{FromRequestParts, RawPathParams};
+    let Ok(params) = RawPathParams::from_request_parts(parts, &()).await else { return Ok(()) };
+    for (name, value) in params.iter() {
+        let kept = match name {
+            _ if LABELS.contains(&name) => ramen_service::validate::DNS_LABEL_RULE.accepts(value),
+            "job" | "key_id" | "user_id" => rules::ID.accepts(value),
+            "package" => rules::PACKAGE_NAME.accepts(value),
+            // Only secrets are named `{name}` in a path.
+            "name" => rules::SECRET_NAME.accepts(value),
+            _ => true,
+        };
+        if !kept {
+            let shown = ramen_service::validate::quoted(value);
+            return Err(crate::error::ApiError::not_found(format!(
+                "no {name} {shown}: {}",
+                what(name)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn what(name: &str) -> &'static str {
+    match name {
+        "job" | "key_id" | "user_id" => "ids are UUIDs",
+        "package" => "not a Python package name",
+        "name" => "not an environment-variable name",
+        _ => "not a DNS label",
+    }
+}
 
 fn text(pattern: &str) -> Schema {
     Schema::Object(ObjectBuilder::new().schema_type(Type::String).pattern(Some(pattern)).build())

@@ -96,6 +96,8 @@ async fn delete_secret(
     Path((group, name)): Path<(String, String)>,
     Params(scope): Params<ScopeQuery>,
 ) -> ApiResult<StatusCode> {
+    super::views::filter_label("environment", &scope.environment)?;
+    super::views::filter_label("zone", &scope.zone)?;
     let scope = Some(pb::SecretScope { environment: scope.environment, zone: scope.zone });
     gateway
         .clients()

@@ -21,7 +21,7 @@ pub fn time(ts: Option<&Timestamp>) -> Option<String> {
 
 /// Parses an RFC 3339 time from a request, naming the field when it is not one.
 pub fn parse_time(field: &str, value: &str) -> Result<Timestamp, ApiError> {
-    let at = OffsetDateTime::parse(value.trim(), &Rfc3339).map_err(|_| {
+    let at = OffsetDateTime::parse(value, &Rfc3339).map_err(|_| {
         ApiError::invalid(format!(
             "{field}: `{value}` is not an RFC 3339 time (2026-01-31T12:00:00Z)"
         ))

@@ -87,6 +87,8 @@ async fn bodies_state_the_rules_the_services_check() {
         "an unsigned int32 left"
     );
     // Applied again, the generator finds every field it names (a renamed one would be missing).
-    let missing = ramen_api_gateway::contract::bodies::apply(&mut doc);
+    let limits = ramen_api_gateway::contract::bodies::Limits { max_worker_count: 50 };
+    assert_eq!(schemas["CountBody"]["properties"]["count"]["maximum"], 50, "zone.max_worker_count");
+    let missing = ramen_api_gateway::contract::bodies::apply(&mut doc, limits);
     assert!(missing.is_empty(), "fields the body rules name and the document lacks: {missing:?}");
 }

@@ -200,7 +200,8 @@ async fn bad_urls_and_refs_are_refused_with_clear_errors() {
         ..Default::default()
     };
     let err = client.clone().create_environment(as_actor(&world.admin, env)).await.unwrap_err();
-    assert!(err.message().contains("zone `nowhere` does not exist"), "{}", err.message());
+    assert_eq!(err.code(), tonic::Code::NotFound, "{}", err.message());
+    assert!(err.message().contains("zone `nowhere`"), "{}", err.message());
 
     // A well-formed ref the repo does not have fails the job, before any worker is touched.
     let id = start(&world, &client, "team", "no-such-branch").await;
