@@ -165,6 +165,7 @@ pub fn apply(doc: &mut Value, limits: Limits) -> Vec<String> {
     edit.optional_filters();
     edit.cli_sign_in();
     edit.job_events();
+    edit.session_routes();
     edit.missing
 }
 
@@ -241,6 +242,35 @@ impl Edit<'_> {
                         parameter["schema"] = schema.clone();
                     }
                 }
+            }
+        }
+    }
+
+    /// The routes behind the sign-in rate limiter (`rate_limit.rs`) answer 429; refresh and
+    /// logout take their token from the body or from the session cookie, so their body is
+    /// optional.
+    fn session_routes(&mut self) {
+        let limited = ["login", "refresh", "password", "sso~1start", "sso~1token"];
+        for route in limited {
+            let method = if route == "sso~1start" { "get" } else { "post" };
+            let pointer = format!("/paths/~1api~1auth~1{route}/{method}/responses");
+            let Some(responses) = self.doc.pointer_mut(&pointer).and_then(Value::as_object_mut)
+            else {
+                self.missing.push(pointer);
+                continue;
+            };
+            responses.entry("429").or_insert_with(|| {
+                json!({
+                    "description": "Too many attempts from this account or address; `details.retry_after_ms` says when to try again",
+                    "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } },
+                })
+            });
+        }
+        for route in ["refresh", "logout"] {
+            let pointer = format!("/paths/~1api~1auth~1{route}/post/requestBody");
+            match self.doc.pointer_mut(&pointer) {
+                Some(body) => body["required"] = json!(false),
+                None => self.missing.push(pointer),
             }
         }
     }

@@ -188,6 +188,12 @@ async fn logout(
     body: Bytes,
 ) -> ApiResult<Response> {
     json_if_any(&headers, &body)?;
+    // A body, if any, is the document's `RefreshBody`: anything else is a 400, not a silent
+    // "signed out" that left the session alive.
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::from_slice::<RefreshBody>(&body)
+            .map_err(|e| ApiError::invalid(body_error(&e)))?;
+    }
     if let Ok(token) = refresh_token(&headers, &body) {
         let request = pb::LogoutRequest { refresh_token: token };
         gateway.clients().auth.clone().logout(anon.call.request(request)).await?;

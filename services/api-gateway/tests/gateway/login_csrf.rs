@@ -73,7 +73,20 @@ async fn refresh_logout_and_password_bodies_must_be_json_too() {
     let answer =
         stack.send(plain("/api/auth/password", change.to_string()).bearer_auth(&access)).await;
     assert_eq!((answer.status.as_u16(), answer.code()), (415, "unsupported_media_type"));
-    // The refused logout left the session alive: the token still refreshes.
+    // Declared JSON but not the document's body: refused, not a silent "signed out".
+    for garbage in ["\u{1}\u{2}not json", r#"{"refresh_token": 7}"#, r#"{"token": "x"}"#] {
+        let answer = stack
+            .send(
+                stack
+                    .http
+                    .post(stack.url("/api/auth/logout"))
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(garbage),
+            )
+            .await;
+        assert_eq!((answer.status.as_u16(), answer.code()), (400, "invalid_argument"), "{garbage}");
+    }
+    // The refused logouts left the session alive: the token still refreshes.
     let refreshed = stack
         .send(
             stack
