@@ -79,6 +79,8 @@ pub struct Policy {
     pub streaming: bool,
     /// Open to a session that must still change its one-time password.
     pub pending_ok: bool,
+    /// The route's operation declares a request body; one that does not takes none (or `{}`).
+    pub takes_body: bool,
 }
 
 pub async fn enforce(
@@ -86,10 +88,38 @@ pub async fn enforce(
     request: Request,
     next: Next,
 ) -> Response {
-    match check(&gateway, policy, request).await {
-        Ok(request) => next.run(request).await,
+    let request = if policy.takes_body { Ok(request) } else { no_body(request).await };
+    match request.map(|request| check(&gateway, policy, request)) {
+        Ok(checked) => match checked.await {
+            Ok(request) => next.run(request).await,
+            Err(error) => error.into_response(),
+        },
         Err(error) => error.into_response(),
     }
+}
+
+/// A route whose document declares no request body refuses one: nothing, or `{}` (what the
+/// console and the CLI send to a bodiless POST), is accepted; anything else is a 400 rather
+/// than silently ignored.
+async fn no_body(request: Request) -> Result<Request, ApiError> {
+    let headers = request.headers();
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() != "0");
+    if !declared && !headers.contains_key(axum::http::header::TRANSFER_ENCODING) {
+        return Ok(request);
+    }
+    let refused = || ApiError::invalid("this route takes no request body (send none, or `{}`)");
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, 1024).await.map_err(|_| refused())?;
+    let empty = bytes.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<serde_json::Value>(&bytes)
+            .is_ok_and(|v| v.as_object().is_some_and(serde_json::Map::is_empty));
+    if !empty {
+        return Err(refused());
+    }
+    Ok(Request::from_parts(parts, axum::body::Body::empty()))
 }
 
 async fn check(gateway: &Gateway, policy: Policy, request: Request) -> Result<Request, ApiError> {

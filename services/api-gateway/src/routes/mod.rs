@@ -53,7 +53,10 @@ pub struct Route {
 
 /// `router` (from `utoipa_axum::routes!` with ONE handler) open to `access`.
 pub fn route(access: Access, router: UtoipaMethodRouter<Gateway>) -> Route {
-    Route { policy: Policy { access, streaming: false, pending_ok: false }, router }
+    Route {
+        policy: Policy { access, streaming: false, pending_ok: false, takes_body: true },
+        router,
+    }
 }
 
 impl Route {
@@ -181,8 +184,12 @@ fn document(policy: Policy, item: &mut PathItem) {
 pub fn build(gateway: &Gateway) -> (axum::Router<Gateway>, utoipa::openapi::OpenApi) {
     let mut router = OpenApiRouter::with_openapi(crate::openapi::base());
     for route in table() {
-        let policy = route.policy;
+        let mut policy = route.policy;
         let (schemas, mut paths, method_router) = route.router;
+        policy.takes_body = paths
+            .paths
+            .values()
+            .any(|item| operations(item).iter().any(|(_, op)| op.request_body.is_some()));
         for (path, item) in paths.paths.iter_mut() {
             document(policy, item);
             crate::contract::complete(path, policy.access == Access::Public, item);

@@ -92,3 +92,30 @@ async fn bodies_state_the_rules_the_services_check() {
     let missing = ramen_api_gateway::contract::bodies::apply(&mut doc, limits);
     assert!(missing.is_empty(), "fields the body rules name and the document lacks: {missing:?}");
 }
+
+/// A route whose document declares no request body takes none: nothing or `{}` (what the
+/// console sends to a bodiless POST) goes through, anything else is a 400 rather than ignored.
+#[tokio::test]
+async fn a_route_without_a_body_refuses_one() {
+    let stack = Stack::start().await;
+    stack.user("root@example.com", true).await;
+    let token = stack.token("root@example.com").await;
+    let nobody = "/api/users/01a24117-8b01-7197-a006-d2d56662286f";
+    let refused =
+        stack.call(Method::DELETE, nobody, Some(&token), Some(serde_json::json!({ "x": 1 }))).await;
+    assert_eq!(
+        (refused.status.as_u16(), refused.code()),
+        (400, "invalid_argument"),
+        "{}",
+        refused.body
+    );
+    assert!(refused.body.to_string().contains("takes no request body"), "{}", refused.body);
+    let listed =
+        stack.call(Method::GET, "/api/groups", Some(&token), Some(serde_json::json!([1]))).await;
+    assert_eq!(listed.status, 400, "a GET with a body: {}", listed.body);
+    // `{}` and nothing reach the handler (deleting a user that is not there: 204).
+    for body in [Some(serde_json::json!({})), None] {
+        let answer = stack.call(Method::DELETE, nobody, Some(&token), body.clone()).await;
+        assert_eq!(answer.status, 204, "{body:?}: {}", answer.body);
+    }
+}
