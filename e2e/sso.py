@@ -142,7 +142,7 @@ def landing(api: str, answer: httpx2.Response) -> str:
 def moves_on(api: str, answer: httpx2.Response) -> str:
     """Where a signed-in callback's page sends the browser (its meta refresh), absolute; ""
     when the answer is no such page."""
-    refresh = re.search(r'<meta http-equiv=refresh content="0;url=([^"]+)"', answer.text)
+    refresh = re.search(r'<meta http-equiv="?refresh"? content="0;url=([^"]+)"', answer.text)
     if answer.status_code != 200 or refresh is None:
         return ""
     return urllib.parse.urljoin(f"{api}/", html.unescape(refresh.group(1)))

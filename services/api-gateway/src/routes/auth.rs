@@ -94,25 +94,7 @@ fn seconds_until(at: Option<&prost_types::Timestamp>) -> i64 {
 
 /// The session as JSON plus its cookies.
 pub(super) fn session(gateway: &Gateway, answer: pb::LoginResponse) -> Response {
-    let tokens = answer.tokens.unwrap_or_default();
-    let mut raw = [0u8; 24];
-    rand::rngs::OsRng.fill_bytes(&mut raw);
-    let csrf = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
-    let cookies = session_cookies(
-        gateway.settings().secure_cookies,
-        (&tokens.access_token, seconds_until(tokens.access_expires_at.as_ref())),
-        (&tokens.refresh_token, seconds_until(tokens.refresh_expires_at.as_ref())),
-        &csrf,
-    );
-    let view = SessionView {
-        access_expires_at: time(tokens.access_expires_at.as_ref()),
-        refresh_expires_at: time(tokens.refresh_expires_at.as_ref()),
-        access_token: tokens.access_token,
-        refresh_token: tokens.refresh_token,
-        csrf_token: csrf,
-        must_change_password: answer.must_change_password,
-        user: answer.user.map(UserView::from),
-    };
+    let (view, cookies) = session_parts(gateway, answer);
     let mut response = Json(view).into_response();
     for value in cookies {
         response.headers_mut().append(header::SET_COOKIE, value);
@@ -139,6 +121,34 @@ fn refresh_token(headers: &HeaderMap, body: &Bytes) -> ApiResult<String> {
     })?;
     csrf_matches(headers)?;
     Ok(token.to_owned())
+}
+
+/// A new session's answer and its cookies, apart: the JSON routes send both, single sign-on's
+/// callback sends the cookies with a page of its own.
+pub(super) fn session_parts(
+    gateway: &Gateway,
+    answer: pb::LoginResponse,
+) -> (SessionView, Vec<axum::http::HeaderValue>) {
+    let tokens = answer.tokens.unwrap_or_default();
+    let mut raw = [0u8; 24];
+    rand::rngs::OsRng.fill_bytes(&mut raw);
+    let csrf = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
+    let cookies = session_cookies(
+        gateway.settings().secure_cookies,
+        (&tokens.access_token, seconds_until(tokens.access_expires_at.as_ref())),
+        (&tokens.refresh_token, seconds_until(tokens.refresh_expires_at.as_ref())),
+        &csrf,
+    );
+    let view = SessionView {
+        access_expires_at: time(tokens.access_expires_at.as_ref()),
+        refresh_expires_at: time(tokens.refresh_expires_at.as_ref()),
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token,
+        csrf_token: csrf,
+        must_change_password: answer.must_change_password,
+        user: answer.user.map(UserView::from),
+    };
+    (view, cookies)
 }
 
 /// Signs in with email and password.

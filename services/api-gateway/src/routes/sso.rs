@@ -14,7 +14,7 @@ use subtle::ConstantTimeEq;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
 
-use super::auth::session;
+use super::auth::{session, session_parts};
 use super::{Route, route};
 use crate::access::Access;
 use crate::caller::{Anonymous, cookie};
@@ -178,16 +178,22 @@ async fn callback(
             // A page, not a redirect: the session cookies are SameSite=Strict, and a redirect
             // chain that began at the provider's site is cross-site, so the console would not
             // see them on the next request. The page's own navigation is same-site.
-            let mut page = session(&gateway, signed_in);
-            let escaped = html_escape(&target);
-            let html = format!(
-                "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={escaped}\">\
-                 <title>Signed in</title><p>Signed in. <a href=\"{escaped}\">Continue</a></p>"
-            );
-            *page.body_mut() = axum::body::Body::from(html);
-            page.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-            page.headers_mut().remove(header::CONTENT_LENGTH);
+            let (_, cookies) = session_parts(&gateway, signed_in);
+            let html = maud::html! {
+                (maud::DOCTYPE)
+                meta charset="utf-8";
+                meta http-equiv="refresh" content={ "0;url=" (target) };
+                title { "Signed in" }
+                p { "Signed in. " a href=(target) { "Continue" } }
+            };
+            let mut page = (
+                [(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))],
+                html.into_string(),
+            )
+                .into_response();
+            for value in cookies {
+                page.headers_mut().append(header::SET_COOKIE, value);
+            }
             page
         }
         (None, false) => {
@@ -224,8 +230,4 @@ async fn redeem(
         .await?
         .into_inner();
     Ok(session(&gateway, answer))
-}
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
 }
