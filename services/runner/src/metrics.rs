@@ -237,7 +237,6 @@ impl NodeMetrics {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

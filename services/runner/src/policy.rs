@@ -127,13 +127,29 @@ pub struct Policy {
     /// policy it was filled under, so a pushed policy starts empty. The plaintext keys it
     /// holds are ones this process is handed on every request anyway; the map's hasher is
     /// keyed per process, so how long a lookup takes is nothing a caller can steer.
-    key_cache: Mutex<HashMap<Box<str>, [u8; 32]>>,
+    key_cache: KeyCache,
     /// Access tokens are verified by this (an environment taking OAuth with an issuer).
     verifier: Option<Verifier>,
     /// The challenge's `resource_metadata` URL and scopes, where OAuth is taken.
     challenge: Option<(String, Vec<String>)>,
     rules: Rules,
     pub source: PolicyConfig,
+}
+
+/// [`Policy::key_cache`]'s map, whose `Debug` names how many keys it holds, never the keys.
+#[derive(Default)]
+struct KeyCache(Mutex<HashMap<Box<str>, [u8; 32]>>);
+
+impl KeyCache {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<Box<str>, [u8; 32]>> {
+        self.0.lock()
+    }
+}
+
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyCache({} keys)", self.0.lock().len())
+    }
 }
 
 /// The most presented keys [`Policy::key_cache`] remembers; past it, keys are hashed per
@@ -211,7 +227,7 @@ impl Policy {
                 .map(|s| s.trim_end_matches('/').to_owned())
                 .collect(),
             verbose: config.verbose,
-            key_cache: Mutex::default(),
+            key_cache: KeyCache::default(),
             source: config,
         })
     }

@@ -39,6 +39,7 @@ fn matched_keys_are_cached_and_still_checked() {
     assert!(lets_in(&p, Some("Bearer rk_good")), "again, from the cache");
     assert!(!lets_in(&p, Some("Bearer rk_bad")));
     assert_eq!(p.key_cache.lock().keys().map(|k| &**k).collect::<Vec<_>>(), ["rk_good"]);
+    assert!(!format!("{p:?}").contains("rk_good"), "a policy's Debug never shows a key");
 
     let mut p = policy(PolicyConfig {
         require_key: true,
