@@ -37,13 +37,6 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "cost-gate", "version": "1"}}
 
 
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Client:
     """One keep-alive connection to the node, as an MCP client would hold it."""
 
@@ -101,6 +94,17 @@ def paths(port: int) -> dict:
     }
 
 
+def bound_ports(path: Path, pid: int) -> tuple[int | None, int | None]:
+    """The MCP and admin ports the node `pid` wrote to its ports file, once it has."""
+    try:
+        ports = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None, None
+    if ports.get("pid") != pid:
+        return None, None
+    return int(ports["mcp"].rsplit(":", 1)[1]), int(ports["admin"].rsplit(":", 1)[1])
+
+
 def callgrind_control(*args: str) -> None:
     subprocess.run(["callgrind_control", *args], check=True, capture_output=True, timeout=120)
 
@@ -120,14 +124,18 @@ def measure(runner: Path, calls: int, work: Path, keep: Path | None = None) -> d
     blobs = work / "blobs"
     packed = subprocess.run([sys.executable, str(HERE / "pack.py"), str(ROOT / "examples/hello-repo"),
                              str(blobs), "c0ffee"], check=True, capture_output=True, text=True).stdout.split()
-    port, admin, grpc = free_port(), free_port(), free_port()
+    # Every port is 0: the node binds what the kernel gives it and writes the addresses to
+    # `ports_file` (what the local zone provider reads too), so no other process can take a
+    # port between our choosing it and the node binding it.
+    ports_file = work / "ports.json"
     (work / "node.toml").write_text(f"""
 node_id = "cost"
 group = "bench"
 zone = "local"
-listen = "127.0.0.1:{port}"
-admin = "127.0.0.1:{admin}"
-grpc = "127.0.0.1:{grpc}"
+listen = "127.0.0.1:0"
+admin = "127.0.0.1:0"
+grpc = "127.0.0.1:0"
+ports_file = "{ports_file}"
 workdir = "{work / 'node'}"
 python = "{sys.executable}"
 site_packages = ["{site.getsitepackages()[0]}"]
@@ -158,7 +166,11 @@ enabled = false
     try:
         deadline = time.monotonic() + 300
         while True:
+            # Valgrind runs the node in its own process: the pid the node writes is ours.
+            port, admin = bound_ports(ports_file, node.pid)
             try:
+                if admin is None:
+                    raise OSError("the node has not written its ports yet")
                 c = http.client.HTTPConnection("127.0.0.1", admin, timeout=5)
                 c.request("GET", "/readyz")
                 if c.getresponse().status == 200:

@@ -53,6 +53,10 @@ pub fn set_parent_from(span: &tracing::Span, traceparent: &str) {
 
 /// Makes `span` a child of the trace context carried by HTTP headers, if any.
 pub fn extract_http(span: &tracing::Span, headers: &http::HeaderMap) {
+    // A disabled span (its level filtered out) takes no parent: skip reading the headers.
+    if span.is_disabled() {
+        return;
+    }
     let context = opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(headers)));
     let _ = span.set_parent(context);
 }

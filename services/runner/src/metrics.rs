@@ -1,6 +1,11 @@
 //! The node's Prometheus metrics (`ramen_mcp_*`, `ramen_runtime_*`), labelled with the node's
 //! group and zone.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -50,6 +55,31 @@ pub struct NodeMetrics {
     pub runtime_relists: Counter,
     pub blocked_calls: Counter,
     pub sessions: Gauge,
+    /// The series one (method, package, tool, outcome) records into, found once: each
+    /// family's `get_or_create` builds its labels' strings and hashes them, four times per
+    /// call. The handles share their values with the families' series.
+    series: Arc<RwLock<HashMap<Box<str>, Series>>>,
+}
+
+/// The most series [`NodeMetrics::series`] remembers (clients' made-up methods are counted
+/// too); past it, series are found in their families per call, as before.
+const SERIES_CACHE_CAP: usize = 10_000;
+
+struct Series {
+    requests: Counter,
+    duration: Histogram,
+    tool: Option<(Counter, Histogram)>,
+}
+
+impl Series {
+    fn record(&self, seconds: f64) {
+        self.requests.inc();
+        self.duration.observe(seconds);
+        if let Some((calls, duration)) = &self.tool {
+            calls.inc();
+            duration.observe(seconds);
+        }
+    }
 }
 
 impl NodeMetrics {
@@ -73,6 +103,7 @@ impl NodeMetrics {
             runtime_relists: Counter::default(),
             blocked_calls: Counter::default(),
             sessions: Gauge::default(),
+            series: Arc::default(),
         };
         metrics.register_labelled(
             &labels,
@@ -138,14 +169,7 @@ impl NodeMetrics {
     }
 
     pub fn record(&self, method: &str, package: &str, outcome: &'static str, seconds: f64) {
-        self.requests
-            .get_or_create(&RequestLabels {
-                method: method.to_owned(),
-                package: package.to_owned(),
-                outcome,
-            })
-            .inc();
-        self.duration.get_or_create(&MethodLabels { method: method.to_owned() }).observe(seconds);
+        self.record_call(method, package, None, outcome, seconds);
     }
 
     /// [`Self::record`], and the per-tool series when the call named a catalogued tool.
@@ -157,10 +181,87 @@ impl NodeMetrics {
         outcome: &'static str,
         seconds: f64,
     ) {
-        self.record(method, package, outcome, seconds);
-        if let Some(tool) = tool {
-            self.tool_calls.get_or_create(&ToolLabels { tool: tool.to_owned(), outcome }).inc();
-            self.tool_duration.get_or_create(&ToolName { tool: tool.to_owned() }).observe(seconds);
+        thread_local! {
+            static KEY: RefCell<String> = const { RefCell::new(String::new()) };
         }
+        let parts = [method, package, tool.unwrap_or_default(), outcome];
+        if parts.iter().any(|part| part.contains('\0')) {
+            // Not a name anything serves (a client's made-up method): no cached series, so
+            // NUL can separate the parts of the key below.
+            return self.create_series(method, package, tool, outcome).record(seconds);
+        }
+        KEY.with_borrow_mut(|key| {
+            key.clear();
+            for part in parts {
+                key.push_str(part);
+                key.push('\0');
+            }
+            key.push(if tool.is_some() { 't' } else { '-' });
+            if let Some(series) = self.series.read().get(key.as_str()) {
+                return series.record(seconds);
+            }
+            let series = self.create_series(method, package, tool, outcome);
+            series.record(seconds);
+            let mut cached = self.series.write();
+            if cached.len() < SERIES_CACHE_CAP {
+                cached.insert(key.as_str().into(), series);
+            }
+        });
+    }
+
+    fn create_series(
+        &self,
+        method: &str,
+        package: &str,
+        tool: Option<&str>,
+        outcome: &'static str,
+    ) -> Series {
+        let labels =
+            RequestLabels { method: method.to_owned(), package: package.to_owned(), outcome };
+        let tool = tool.map(|tool| {
+            let calls = ToolLabels { tool: tool.to_owned(), outcome };
+            let name = ToolName { tool: tool.to_owned() };
+            (
+                self.tool_calls.get_or_create(&calls).clone(),
+                self.tool_duration.get_or_create(&name).clone(),
+            )
+        });
+        Series {
+            requests: self.requests.get_or_create(&labels).clone(),
+            duration: self
+                .duration
+                .get_or_create(&MethodLabels { method: method.to_owned() })
+                .clone(),
+            tool,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cached handles count into the families' series (what `/metrics` shows), a call
+    /// without a tool does not share a tool call's series, and a made-up method with a NUL
+    /// in it is counted all the same.
+    #[test]
+    fn cached_series_count_into_the_families() {
+        let metrics = NodeMetrics::register(&Metrics::default(), "g", "z");
+        for _ in 0..2 {
+            metrics.record_call("tools/call", "pkg", Some("pkg.add"), "ok", 0.001);
+        }
+        metrics.record_call("tools/call", "pkg", None, "ok", 0.001);
+        metrics.record("ping", "", "ok", 0.0);
+        metrics.record("bad\0method", "", "error", 0.0);
+        metrics.record("bad\0method", "", "error", 0.0);
+        let requests = |method: &str, package: &str, outcome| {
+            let labels = RequestLabels { method: method.into(), package: package.into(), outcome };
+            metrics.requests.get_or_create(&labels).get()
+        };
+        assert_eq!(requests("tools/call", "pkg", "ok"), 3);
+        assert_eq!(requests("ping", "", "ok"), 1);
+        assert_eq!(requests("bad\0method", "", "error"), 2);
+        let tool = ToolLabels { tool: "pkg.add".into(), outcome: "ok" };
+        assert_eq!(metrics.tool_calls.get_or_create(&tool).get(), 2);
     }
 }

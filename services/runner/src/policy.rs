@@ -3,11 +3,12 @@
 //! environment's rules of who may call what. Replaced atomically as a whole when the control
 //! plane pushes a new policy, so a request sees either the old one or the new one, never a mix.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use ipnet::IpNet;
+use parking_lot::Mutex;
 use ramen_call_rules::{AuthMode, Grant, Rules, Who};
 pub use ramen_node_contract::{PolicyConfig, PolicyError};
 use ramen_node_contract::{key_digest, parse_key_hash, parse_net};
@@ -26,9 +27,11 @@ fn issuers() -> &'static Issuers {
 pub enum CallerId {
     /// The node takes calls without keys (fixtures).
     Anonymous,
-    /// An MCP key: auth's id and name for it (empty for a key written by hand), and a digest
-    /// of the key (what its sessions are counted and bound by).
-    Key { id: String, name: String, digest: String },
+    /// An MCP key: auth's id and name for it (empty for a key written by hand), a digest of
+    /// the key (what its sessions are counted and bound by) and its runtime `caller` frame.
+    /// Built once per listed key when the policy is compiled and shared by every request
+    /// presenting it: a request clones four `Arc`s, not four strings and a JSON document.
+    Key { id: Arc<str>, name: Arc<str>, digest: Arc<str>, frame: Arc<str> },
     /// A verified OAuth access token's claims.
     Token(Arc<ramen_oauth_resource::Caller>),
 }
@@ -53,7 +56,7 @@ impl CallerId {
     pub fn owner(&self) -> String {
         match self {
             Self::Anonymous => String::new(),
-            Self::Key { digest, .. } => digest.clone(),
+            Self::Key { digest, .. } => digest.to_string(),
             Self::Token(caller) => {
                 use sha2::Digest;
                 let mut hash = sha2::Sha256::new();
@@ -65,14 +68,22 @@ impl CallerId {
         }
     }
 
+    /// Whether a session opened by `owner` (its [`Self::owner`]) is this caller's: for a key,
+    /// without building the owner string on every request.
+    pub fn owns(&self, owner: &str) -> bool {
+        match self {
+            Self::Anonymous => owner.is_empty(),
+            Self::Key { digest, .. } => **digest == *owner,
+            Self::Token(_) => self.owner() == owner,
+        }
+    }
+
     /// The `caller` object of a runtime call frame (docs/packages.md): what a tool may know of
     /// who calls it. `None` for nobody in particular.
-    pub fn frame(&self) -> Option<String> {
+    pub fn frame(&self) -> Option<Arc<str>> {
         let value = match self {
             Self::Anonymous => return None,
-            Self::Key { id, name, .. } => {
-                serde_json::json!({"kind": "key", "key_id": id, "key_name": name})
-            }
+            Self::Key { frame, .. } => return Some(frame.clone()),
             Self::Token(caller) => serde_json::json!({
                 "kind": "oauth",
                 "subject": caller.subject,
@@ -85,7 +96,7 @@ impl CallerId {
                 "client_id": caller.client_id,
             }),
         };
-        Some(value.to_string())
+        Some(value.to_string().into())
     }
 }
 
@@ -110,6 +121,13 @@ pub struct Policy {
     disabled: HashSet<String>,
     allowed_origins: HashSet<String>,
     pub verbose: bool,
+    /// Presented key → its SHA-256, for keys that matched a listed hash: hashing a key is
+    /// most of what checking it costs, and a client presents the same key on every call.
+    /// Only keys that matched are kept (a stranger cannot fill it) and it goes with the
+    /// policy it was filled under, so a pushed policy starts empty. The plaintext keys it
+    /// holds are ones this process is handed on every request anyway; the map's hasher is
+    /// keyed per process, so how long a lookup takes is nothing a caller can steer.
+    key_cache: KeyCache,
     /// Access tokens are verified by this (an environment taking OAuth with an issuer).
     verifier: Option<Verifier>,
     /// The challenge's `resource_metadata` URL and scopes, where OAuth is taken.
@@ -118,13 +136,46 @@ pub struct Policy {
     pub source: PolicyConfig,
 }
 
+/// [`Policy::key_cache`]'s map, whose `Debug` names how many keys it holds, never the keys.
+#[derive(Default)]
+struct KeyCache(Mutex<HashMap<Box<str>, [u8; 32]>>);
+
+impl KeyCache {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<Box<str>, [u8; 32]>> {
+        self.0.lock()
+    }
+}
+
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyCache({} keys)", self.0.lock().len())
+    }
+}
+
+/// The most presented keys [`Policy::key_cache`] remembers; past it, keys are hashed per
+/// request as before.
+const KEY_CACHE_CAP: usize = 4096;
+
 #[derive(Debug)]
 struct CompiledKey {
     digest: [u8; 32],
     /// Unix ms from which the key is refused; 0 = never.
     expires_at_unix_ms: i64,
-    id: String,
-    name: String,
+    /// Who presents it, as every request of this key carries it.
+    caller: CallerId,
+}
+
+impl CompiledKey {
+    fn new(digest: [u8; 32], expires_at_unix_ms: i64, id: &str, name: &str) -> Self {
+        let frame = serde_json::json!({"kind": "key", "key_id": id, "key_name": name});
+        let caller = CallerId::Key {
+            id: id.into(),
+            name: name.into(),
+            digest: hex::encode(&digest[..12]).into(),
+            frame: frame.to_string().into(),
+        };
+        Self { digest, expires_at_unix_ms, caller }
+    }
 }
 
 fn now_unix_ms() -> i64 {
@@ -143,12 +194,7 @@ impl Policy {
             .iter()
             .map(|k| {
                 let digest = parse_key_hash(&k.sha256_hex)?;
-                Ok(CompiledKey {
-                    digest,
-                    expires_at_unix_ms: k.expires_at_unix_ms,
-                    id: k.id.clone(),
-                    name: k.name.clone(),
-                })
+                Ok(CompiledKey::new(digest, k.expires_at_unix_ms, &k.id, &k.name))
             })
             .collect::<Result<_, PolicyError>>()?;
         let auth = &config.auth;
@@ -181,6 +227,7 @@ impl Policy {
                 .map(|s| s.trim_end_matches('/').to_owned())
                 .collect(),
             verbose: config.verbose,
+            key_cache: KeyCache::default(),
             source: config,
         })
     }
@@ -189,7 +236,8 @@ impl Policy {
     /// time each).
     fn live_key(&self, authorization: Option<&str>) -> Option<CallerId> {
         let key = ramen_oauth_resource::bearer(authorization)?;
-        let digest = key_digest(key);
+        let cached = self.key_cache.lock().get(key).copied();
+        let digest = cached.unwrap_or_else(|| key_digest(key));
         let now = now_unix_ms();
         let mut found = None;
         for k in &self.keys {
@@ -198,11 +246,13 @@ impl Policy {
                 found = Some(k);
             }
         }
-        found.map(|k| CallerId::Key {
-            id: k.id.clone(),
-            name: k.name.clone(),
-            digest: hex::encode(&digest[..12]),
-        })
+        if cached.is_none() && found.is_some() {
+            let mut cache = self.key_cache.lock();
+            if cache.len() < KEY_CACHE_CAP {
+                cache.insert(key.into(), digest);
+            }
+        }
+        found.map(|k| k.caller.clone())
     }
 
     /// Who is calling: a live MCP key, or (where the environment takes OAuth) a verified

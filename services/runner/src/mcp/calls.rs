@@ -65,7 +65,7 @@ pub struct RuntimeRequest {
     /// Who the client is (see `Session::client`; for a stateless request, its `_meta`).
     pub client: String,
     /// Who is calling (`CallerId::frame`): never the key or token.
-    pub caller: Option<String>,
+    pub caller: Option<Arc<str>>,
     /// A 2026-07-28 retry's `{"inputResponses", "requestState"}` (multi-round-trip).
     pub input: Option<String>,
 }
@@ -90,29 +90,42 @@ impl Scope {
 
 impl RuntimeRequest {
     fn frame(&self, rid: u64) -> Vec<u8> {
-        let target = serde_json::to_string(&self.target).unwrap_or_else(|_| "\"\"".into());
-        let mut out =
-            format!(r#"{{"id":{rid},"op":"{}","{}":{target}"#, self.op, self.target_field);
+        use std::io::Write as _;
+        // Sized once and written in place: growing a string field by field, and the target's
+        // own JSON string, cost more than the writing.
+        let optional = |part: &Option<String>| part.as_ref().map_or(0, String::len);
+        let capacity = 64
+            + 2 * self.target.len()
+            + optional(&self.arguments)
+            + optional(&self.meta)
+            + self.client.len()
+            + self.caller.as_ref().map_or(0, |c| c.len())
+            + optional(&self.input);
+        let mut out = Vec::with_capacity(capacity);
+        // Writing into a Vec cannot fail, nor can serialising a string.
+        let _ = write!(out, r#"{{"id":{rid},"op":"{}","{}":"#, self.op, self.target_field);
+        if serde_json::to_writer(&mut out, &self.target).is_err() {
+            out.extend_from_slice(br#""""#);
+        }
+        let mut field = |name: &[u8], value: &str| {
+            out.extend_from_slice(name);
+            out.extend_from_slice(value.as_bytes());
+        };
         if let Some(arguments) = &self.arguments {
-            out.push_str(r#","arguments":"#);
-            out.push_str(arguments);
+            field(br#","arguments":"#, arguments);
         }
         if let Some(meta) = &self.meta {
-            out.push_str(r#","meta":"#);
-            out.push_str(meta);
+            field(br#","meta":"#, meta);
         }
-        out.push_str(r#","client":"#);
-        out.push_str(&self.client);
+        field(br#","client":"#, &self.client);
         if let Some(caller) = &self.caller {
-            out.push_str(r#","caller":"#);
-            out.push_str(caller);
+            field(br#","caller":"#, caller);
         }
         if let Some(input) = &self.input {
-            out.push_str(r#","input":"#);
-            out.push_str(input);
+            field(br#","input":"#, input);
         }
-        out.push('}');
-        out.into_bytes()
+        out.push(b'}');
+        out
     }
 }
 

@@ -169,7 +169,7 @@ fn session(node: &Node, headers: &HeaderMap, caller: &CallerId) -> Result<Arc<Se
             "Mcp-Session-Id header is required; send initialize first",
         ));
     };
-    node.sessions.get(id).filter(|s| s.owner == caller.owner()).ok_or_else(|| {
+    node.sessions.get(id).filter(|s| caller.owns(&s.owner)).ok_or_else(|| {
         http_error(
             StatusCode::NOT_FOUND,
             INVALID_REQUEST,

@@ -74,31 +74,28 @@ fn list(
     }
     let params: Params =
         params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
-    match list_page(node, caller, params.cursor.as_deref(), kind, field) {
-        Ok(page) => {
-            let result = serde_json::to_string(&page.body).unwrap_or_else(|_| "{}".into());
-            (Reply::json(jsonrpc::result(id, &result)), String::new(), "ok")
-        }
+    match list_page(node, caller, params.cursor.as_deref(), kind, field, |_, _| {}) {
+        Ok(result) => (Reply::json(jsonrpc::result(id, &result)), String::new(), "ok"),
         Err(message) => (Reply::error(id, INVALID_PARAMS, message), String::new(), "error"),
     }
 }
 
-/// One page of a list as callers may see it.
-pub(crate) struct Page {
-    /// `{<field>: [...], "nextCursor"?}`.
-    pub body: Map<String, Value>,
-    /// Whether the answer is not the packages' whole list, or may differ between callers (the
-    /// environment has rules): this environment's or this caller's view, not one to share.
-    pub filtered: bool,
-}
-
+/// One page of a list as callers may see it, as JSON: `{<field>: [...], "nextCursor"?}` and
+/// whatever `finish` adds. `finish` is told whether the answer is not the packages' whole
+/// list, or may differ between callers (the environment has rules): this environment's or
+/// this caller's view, not one to share.
+///
+/// The catalog's entries are written from where they are, borrowed: turning them into a
+/// `Value` first would copy every tool's schema on every list, then free it again (most of
+/// what a `tools/list` cost).
 pub(crate) fn list_page(
     node: &Node,
     caller: &CallerId,
     cursor: Option<&str>,
     kind: Kind,
     field: &str,
-) -> Result<Page, &'static str> {
+    finish: impl FnOnce(&mut Map<String, Value>, bool),
+) -> Result<String, &'static str> {
     let offset = match cursor.map(decode_cursor) {
         None => 0,
         Some(Some(offset)) => offset,
@@ -113,11 +110,37 @@ pub(crate) fn list_page(
     let mut visible = catalog.visible(kind, &policy, &grant).skip(offset);
     let items: Vec<&Value> = visible.by_ref().take(page).collect();
     let mut body = Map::new();
-    body.insert(field.to_owned(), json!(items));
+    // A placeholder where the map orders the items; `PageJson` writes them in its stead.
+    body.insert(field.to_owned(), Value::Null);
     if visible.next().is_some() {
         body.insert("nextCursor".into(), json!(B64.encode(format!("o:{}", offset + page))));
     }
-    Ok(Page { body, filtered })
+    finish(&mut body, filtered);
+    let json = PageJson { body: &body, field, items: &items };
+    Ok(serde_json::to_string(&json).unwrap_or_else(|_| "{}".into()))
+}
+
+/// A page's body with the borrowed catalog entries in place of `field`'s placeholder: the
+/// same bytes as the body holding copies of them.
+struct PageJson<'a> {
+    body: &'a Map<String, Value>,
+    field: &'a str,
+    items: &'a [&'a Value],
+}
+
+impl serde::Serialize for PageJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.body.len()))?;
+        for (key, value) in self.body {
+            if key == self.field {
+                map.serialize_entry(key, self.items)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
 fn decode_cursor(cursor: &str) -> Option<usize> {

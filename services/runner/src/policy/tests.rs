@@ -25,6 +25,32 @@ fn keys_are_checked_against_hashes() {
     assert!(lets_in(&open, None));
 }
 
+/// The digest cache: a key that matched is remembered (and still let in from there), one that
+/// did not is not kept, and a key listed with an expiry is refused once it has passed even
+/// though its digest is cached.
+#[test]
+fn matched_keys_are_cached_and_still_checked() {
+    let p = policy(PolicyConfig {
+        require_key: true,
+        key_hashes: vec![hash_key("rk_good").into()],
+        ..Default::default()
+    });
+    assert!(lets_in(&p, Some("Bearer rk_good")));
+    assert!(lets_in(&p, Some("Bearer rk_good")), "again, from the cache");
+    assert!(!lets_in(&p, Some("Bearer rk_bad")));
+    assert_eq!(p.key_cache.lock().keys().map(|k| &**k).collect::<Vec<_>>(), ["rk_good"]);
+    assert!(!format!("{p:?}").contains("rk_good"), "a policy's Debug never shows a key");
+
+    let mut p = policy(PolicyConfig {
+        require_key: true,
+        key_hashes: vec![ramen_node_contract::NodeKey::new(hash_key("rk_soon"), i64::MAX)],
+        ..Default::default()
+    });
+    assert!(lets_in(&p, Some("Bearer rk_soon")));
+    p.keys[0].expires_at_unix_ms = 1;
+    assert!(!lets_in(&p, Some("Bearer rk_soon")), "expired, though its digest is cached");
+}
+
 #[test]
 fn an_expired_key_is_refused_and_a_live_one_kept() {
     let p = policy(PolicyConfig {
@@ -157,7 +183,7 @@ async fn a_key_caller_is_known_by_id_and_name_and_rules_decide_what_it_may_use()
         ..Default::default()
     });
     let ci = p.authenticate(Some("Bearer rk_ci")).await.unwrap();
-    assert!(matches!(&ci, CallerId::Key { id, name, .. } if id == "k_1" && name == "ci-bot"));
+    assert!(matches!(&ci, CallerId::Key { id, name, .. } if &**id == "k_1" && &**name == "ci-bot"));
     let frame: serde_json::Value = serde_json::from_str(&ci.frame().unwrap()).unwrap();
     assert_eq!(frame, serde_json::json!({"kind": "key", "key_id": "k_1", "key_name": "ci-bot"}));
     assert!(!ci.frame().unwrap().contains("rk_ci"), "never the key");

@@ -76,11 +76,21 @@ impl Envelope<'_> {
     /// stateless request belongs to no session).
     pub fn client_json(&self) -> String {
         let info = self.client_info.map_or("{}", RawValue::get);
-        format!(
-            r#"{{"protocolVersion":{},"capabilities":{},"clientInfo":{info}}}"#,
-            serde_json::to_string(&self.version).unwrap_or_else(|_| "\"\"".into()),
-            self.capabilities.get(),
-        )
+        let capabilities = self.capabilities.get();
+        // Sized once (this is built for every stateless call).
+        let mut out =
+            String::with_capacity(64 + 2 * self.version.len() + capabilities.len() + info.len());
+        out.push_str(r#"{"protocolVersion":"#);
+        match serde_json::to_string(&self.version) {
+            Ok(version) => out.push_str(&version),
+            Err(_) => out.push_str(r#""""#),
+        }
+        out.push_str(r#","capabilities":"#);
+        out.push_str(capabilities);
+        out.push_str(r#","clientInfo":"#);
+        out.push_str(info);
+        out.push('}');
+        out
     }
 }
 
@@ -119,8 +129,12 @@ pub fn is_modern(headers: &HeaderMap, method: &str, params: Option<&RawValue>) -
     {
         return true;
     }
-    // Cheap test first: most legacy params carry no such key at all.
-    params.is_some_and(|p| p.get().contains(PROTOCOL_VERSION_KEY) && meta_names_version(p))
+    // Cheap test first: most legacy params carry no such key at all. A prebuilt searcher:
+    // `str::contains` sets up its two-way search for this 39-byte key on every call, which
+    // cost more than the search itself on a session's every request.
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(PROTOCOL_VERSION_KEY));
+    params.is_some_and(|p| KEY.find(p.get().as_bytes()).is_some() && meta_names_version(p))
 }
 
 fn meta_names_version(params: &RawValue) -> bool {

@@ -205,18 +205,14 @@ fn list(
     kind: Kind,
     field: &str,
 ) -> Response {
-    match methods::list_page(node, caller, params.cursor.as_deref(), kind, field) {
-        Ok(mut page) => {
-            page.body.insert("resultType".into(), json!("complete"));
-            page.body.insert("ttlMs".into(), json!(node.settings.list_ttl.as_millis() as u64));
-            page.body.insert(
-                "cacheScope".into(),
-                json!(if page.filtered { "private" } else { "public" }),
-            );
-            page.body.insert("_meta".into(), server_meta(node));
-            let result = serde_json::to_string(&page.body).unwrap_or_else(|_| "{}".into());
-            json_response(StatusCode::OK, jsonrpc::result(id, &result))
-        }
+    let finish = |body: &mut serde_json::Map<String, Value>, filtered: bool| {
+        body.insert("resultType".into(), json!("complete"));
+        body.insert("ttlMs".into(), json!(node.settings.list_ttl.as_millis() as u64));
+        body.insert("cacheScope".into(), json!(if filtered { "private" } else { "public" }));
+        body.insert("_meta".into(), server_meta(node));
+    };
+    match methods::list_page(node, caller, params.cursor.as_deref(), kind, field, finish) {
+        Ok(result) => json_response(StatusCode::OK, jsonrpc::result(id, &result)),
         Err(message) => into_response(Reply::error(id, INVALID_PARAMS, message)),
     }
 }
