@@ -88,14 +88,17 @@ pub async fn enforce(
     request: Request,
     next: Next,
 ) -> Response {
-    let request = if policy.takes_body { Ok(request) } else { no_body(request).await };
-    match request.map(|request| check(&gateway, policy, request)) {
-        Ok(checked) => match checked.await {
-            Ok(request) => next.run(request).await,
-            Err(error) => error.into_response(),
-        },
+    match admit(&gateway, policy, request).await {
+        Ok(request) => next.run(request).await,
         Err(error) => error.into_response(),
     }
+}
+
+/// The request as the route may see it: its body held to the route's document, then its
+/// caller checked.
+async fn admit(gateway: &Gateway, policy: Policy, request: Request) -> Result<Request, ApiError> {
+    let request = if policy.takes_body { request } else { no_body(request).await? };
+    check(gateway, policy, request).await
 }
 
 /// A route whose document declares no request body refuses one: nothing, or `{}` (what the

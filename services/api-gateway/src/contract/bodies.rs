@@ -10,7 +10,7 @@
 use ramen_service::rules::{
     AWS_RESOURCE_PATTERN, AWS_ZONE, BOUNDS_MAX_PATTERNS, CLOUD_PATTERN, DISPLAY_NAME, EMAIL,
     GCP_ZONE, IDEMPOTENCY_KEY, IMAGE_REFERENCE, ISSUER, PASSWORD, PEM_PRIVATE_KEY,
-    REBALANCE_INTERVAL_SECONDS, SCOPE, SECRET_NAME, SECRET_VALUE, TOOL_NAME, TextRule,
+    REBALANCE_INTERVAL_SECONDS, SCOPE, SECRET_VALUE, TOOL_NAME, TextRule,
 };
 
 /// zone-manager's `MAX_IP_RULES`.
@@ -167,11 +167,6 @@ pub fn apply(doc: &mut Value, limits: Limits) -> Vec<String> {
     edit.job_events();
     edit.session_routes();
     edit.missing
-}
-
-/// The path parameter naming a secret.
-pub fn secret_name() -> Value {
-    merge(json!({ "type": "string" }), text(&SECRET_NAME))
 }
 
 fn merge(mut base: Value, more: Value) -> Value {

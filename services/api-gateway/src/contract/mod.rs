@@ -2,8 +2,9 @@
 //! every route so that the document states every status a route can answer and the rules its
 //! inputs are checked by — a client generated from it handles what it will meet:
 //!
-//! - path parameters carry the rule that checks them (`ramen_service::validate`'s DNS label
-//!   for groups, environments and zones; an unsigned integer for dead-letter sequences);
+//! - path parameters carry the rule that checks them ([`path_rule`]: DNS labels for groups,
+//!   environments and zones, ids, package and secret names; an unsigned integer for
+//!   dead-letter sequences);
 //! - 400 wherever a route takes input, 401 and 403 behind sign-in (no or a bad token; a role
 //!   short of the route's, a cookie request without its CSRF header, a one-time password not
 //!   yet changed), 404 where the path names something, 413 and 415 with a JSON body, and 503
@@ -12,22 +13,33 @@
 pub mod bodies;
 
 use ramen_service::paging::MAX_SIZE;
-use ramen_service::rules;
-use ramen_service::validate::{DNS_LABEL_MAX_LEN, DNS_LABEL_PATTERN};
+use ramen_service::rules::{self, TextRule};
+use ramen_service::validate::DNS_LABEL_RULE;
 use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder, Schema};
 
-/// Path parameters whose values are DNS labels.
-const LABELS: [&str; 3] = ["group", "env", "zone"];
+/// The rule a path parameter's value keeps, by the parameter's name: the document states it
+/// ([`constrain_parameters`]) and [`check_path`] holds requests to it, from this one table.
+fn path_rule(name: &str) -> Option<&'static TextRule> {
+    match name {
+        "group" | "env" | "zone" => Some(&DNS_LABEL_RULE),
+        "job" | "key_id" | "user_id" => Some(&rules::ID),
+        "package" => Some(&rules::PACKAGE_NAME),
+        // Only secrets are named `{name}` in a path.
+        "name" => Some(&rules::SECRET_NAME),
+        _ => None,
+    }
+}
 
-fn label() -> Schema {
+/// A string schema stating `rule`: its pattern and its lengths.
+fn rule_schema(rule: &TextRule) -> Schema {
     Schema::Object(
         ObjectBuilder::new()
             .schema_type(Type::String)
-            .pattern(Some(DNS_LABEL_PATTERN))
-            .min_length(Some(1))
-            .max_length(Some(DNS_LABEL_MAX_LEN))
+            .pattern(Some(rule.pattern))
+            .min_length(Some(rule.min_chars))
+            .max_length(Some(rule.max_chars))
             .build(),
     )
 }
@@ -90,13 +102,11 @@ fn constrain_parameters(path: &str, operation: &mut Operation) {
     for parameter in operation.parameters.iter_mut().flatten() {
         let name = parameter.name.as_str();
         let schema = match (&parameter.parameter_in, name) {
-            (ParameterIn::Path, _) if LABELS.contains(&name) => label(),
             (ParameterIn::Path, "seq") => sequence(),
-            (ParameterIn::Path, "job" | "key_id" | "user_id") => text(rules::ID.pattern),
-            (ParameterIn::Path, "package") => text(rules::PACKAGE_NAME.pattern),
-            (ParameterIn::Path, "name") if path.contains("/secrets/") => {
-                json_schema(bodies::secret_name())
-            }
+            (ParameterIn::Path, _) => match path_rule(name) {
+                Some(rule) => rule_schema(rule),
+                None => continue,
+            },
             (ParameterIn::Query, "page_size") => page_size(),
             (ParameterIn::Query, "page_token") => page_token(path.ends_with("/audit")),
             // The optional name filters (`group`, `environment`, `zone`) are set on the JSON
@@ -122,32 +132,17 @@ pub async fn check_path(
     use axum::extract::{FromRequestParts, RawPathParams};
     let Ok(params) = RawPathParams::from_request_parts(parts, &()).await else { return Ok(()) };
     for (name, value) in params.iter() {
-        let kept = match name {
-            _ if LABELS.contains(&name) => ramen_service::validate::DNS_LABEL_RULE.accepts(value),
-            "job" | "key_id" | "user_id" => rules::ID.accepts(value),
-            "package" => rules::PACKAGE_NAME.accepts(value),
-            // Only secrets are named `{name}` in a path.
-            "name" => rules::SECRET_NAME.accepts(value),
-            _ => true,
-        };
-        if !kept {
+        if let Some(rule) = path_rule(name)
+            && !rule.accepts(value)
+        {
             let shown = ramen_service::validate::quoted(value);
             return Err(crate::error::ApiError::not_found(format!(
-                "no {name} {shown}: {}",
-                what(name)
+                "no {name} {shown}: not {}",
+                rule.what
             )));
         }
     }
     Ok(())
-}
-
-fn what(name: &str) -> &'static str {
-    match name {
-        "job" | "key_id" | "user_id" => "ids are UUIDs",
-        "package" => "not a Python package name",
-        "name" => "not an environment-variable name",
-        _ => "not a DNS label",
-    }
 }
 
 fn text(pattern: &str) -> Schema {
