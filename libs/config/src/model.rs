@@ -63,6 +63,7 @@ pub struct Config {
     pub redis: RedisConfig,
     pub auth: AuthConfig,
     pub drain: DrainConfig,
+    pub deploy: DeployConfig,
     pub zone: ZoneConfig,
     pub gateway: GatewayConfig,
     pub mcp_auth: McpAuthConfig,
@@ -85,6 +86,7 @@ impl Default for Config {
             redis: RedisConfig::default(),
             auth: AuthConfig::default(),
             drain: DrainConfig::default(),
+            deploy: DeployConfig::default(),
             zone: ZoneConfig::default(),
             gateway: GatewayConfig::default(),
             mcp_auth: McpAuthConfig::default(),
@@ -545,6 +547,21 @@ impl SsoConfig {
                 })
             })
             .collect()
+    }
+}
+
+/// The deploy pipeline's own settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeployConfig {
+    /// How long a surface review waits for a group admin before it expires as a rejection.
+    #[serde(with = "humantime_serde")]
+    pub review_timeout: Duration,
+}
+
+impl Default for DeployConfig {
+    fn default() -> Self {
+        Self { review_timeout: Duration::from_secs(24 * 3600) }
     }
 }
 

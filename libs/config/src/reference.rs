@@ -139,6 +139,10 @@ const ABOUT: &[(&str, &str)] = &[
         "drain.mode",
         "On SIGTERM: `complete` finishes in-flight work (up to the timeout), `interrupt` stops it and hands it back",
     ),
+    (
+        "deploy.review_timeout",
+        "How long a deploy whose tool surface changed waits for a group admin's review before it expires as a rejection",
+    ),
     ("drain.timeout", "Ceiling on a `complete` drain; keep the pods' grace period above it"),
     (
         "endpoints.auth",

@@ -81,6 +81,12 @@ impl Config {
         if self.redis.timeout.is_zero() {
             return Err(ConfigError::invalid("redis.timeout", "must be above zero"));
         }
+        if self.deploy.review_timeout.is_zero() {
+            return Err(ConfigError::invalid(
+                "deploy.review_timeout",
+                "must be above zero (a review nobody can answer rejects every surface change)",
+            ));
+        }
         if self.auth.access_ttl.as_secs() < 10 {
             return Err(ConfigError::invalid("auth.access_ttl", "must be at least 10s"));
         }

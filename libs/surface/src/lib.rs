@@ -82,6 +82,16 @@ impl Surface {
         self.items.len()
     }
 
+    /// The item of `kind` named `name`, as listed.
+    pub fn item(&self, kind: Kind, name: &str) -> Option<&Value> {
+        self.items.get(&(kind, name.to_owned()))
+    }
+
+    /// The keys of the items of `kind`, in order.
+    pub fn names(&self, kind: Kind) -> impl Iterator<Item = &str> {
+        self.items.keys().filter(move |(k, _)| *k == kind).map(|(_, name)| name.as_str())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

@@ -4,9 +4,13 @@ use ramen_proto::common::v1 as common;
 use ramen_proto::deployer::v1 as pb;
 
 use crate::error::{Error, Result};
-use crate::jobs::model::{JobRecord, JobState, LogLine, Step, StepRecord, ZoneRun};
+use crate::jobs::model::{
+    JobRecord, JobState, LogLine, ReviewDecision, ReviewRecord, Step, StepRecord,
+    SurfaceChangeRecord, ZoneRun,
+};
 use crate::model::{
     Deletion, EnvironmentRecord, GroupPhase, GroupRecord, Restrictions, SagaPhase, Status,
+    SurfaceChanges,
 };
 
 pub fn ts(ms: i64) -> Option<prost_types::Timestamp> {
@@ -106,6 +110,22 @@ pub fn environment(
         created_at: ts(e.created_at_ms),
         updated_at: ts(e.updated_at_ms),
         deleting: e.deleting,
+        surface_changes: match e.surface_changes {
+            SurfaceChanges::Allow => pb::SurfaceChanges::Allow,
+            SurfaceChanges::Review => pb::SurfaceChanges::Review,
+        } as i32,
+    }
+}
+
+/// A request's surface setting; `None` when unspecified. An unknown number is refused by name.
+pub fn surface_changes_in(value: i32) -> Result<Option<SurfaceChanges>> {
+    match pb::SurfaceChanges::try_from(value) {
+        Ok(pb::SurfaceChanges::Unspecified) => Ok(None),
+        Ok(pb::SurfaceChanges::Allow) => Ok(Some(SurfaceChanges::Allow)),
+        Ok(pb::SurfaceChanges::Review) => Ok(Some(SurfaceChanges::Review)),
+        Err(_) => {
+            Err(Error::invalid("surface_changes", format!("{value} is not `allow` or `review`")))
+        }
     }
 }
 
@@ -129,6 +149,7 @@ pub fn job_state(s: JobState) -> common::JobState {
         JobState::FailedResumable => common::JobState::FailedResumable,
         JobState::Cancelled => common::JobState::Cancelled,
         JobState::DeadLettered => common::JobState::DeadLettered,
+        JobState::Review => common::JobState::Review,
     }
 }
 
@@ -142,6 +163,7 @@ pub fn job_state_in(s: common::JobState) -> Option<JobState> {
         common::JobState::FailedResumable => JobState::FailedResumable,
         common::JobState::Cancelled => JobState::Cancelled,
         common::JobState::DeadLettered => JobState::DeadLettered,
+        common::JobState::Review => JobState::Review,
     })
 }
 
@@ -151,6 +173,7 @@ pub fn step(s: Step) -> common::DeployStep {
         Step::WriteConfig => common::DeployStep::WriteConfig,
         Step::Canary => common::DeployStep::Canary,
         Step::ReloadSmoke => common::DeployStep::ReloadSmoke,
+        Step::Review => common::DeployStep::Review,
         Step::Stable => common::DeployStep::Stable,
         Step::CanaryRollback => common::DeployStep::CanaryRollback,
     }
@@ -182,6 +205,42 @@ fn zone_run(z: &ZoneRun, with_log: bool) -> pb::ZoneRun {
         zone: z.zone.clone(),
         status: status(z.status) as i32,
         steps: z.steps.iter().map(|s| step_run(s, with_log)).collect(),
+        surface_changes: z.surface_changes.iter().map(surface_change).collect(),
+        surface_items: z.surface_items,
+    }
+}
+
+fn surface_change(c: &SurfaceChangeRecord) -> pb::SurfaceChange {
+    pb::SurfaceChange {
+        kind: c.kind.clone(),
+        name: c.name.clone(),
+        change: c.change.clone(),
+        item_json: c.item_json.clone(),
+        fields: c
+            .fields
+            .iter()
+            .map(|f| pb::SurfaceFieldChange {
+                path: f.path.clone(),
+                before_json: f.before_json.clone(),
+                after_json: f.after_json.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn review(r: &ReviewRecord) -> pb::SurfaceReview {
+    pb::SurfaceReview {
+        decision: match r.decision {
+            ReviewDecision::Pending => pb::ReviewDecision::Pending,
+            ReviewDecision::Approved => pb::ReviewDecision::Approved,
+            ReviewDecision::Rejected => pb::ReviewDecision::Rejected,
+            ReviewDecision::Expired => pb::ReviewDecision::Expired,
+        } as i32,
+        requested_at: ts(r.requested_at_ms),
+        expires_at: ts(r.expires_at_ms),
+        decided_by: r.decided_by.clone(),
+        decided_at: ts(r.decided_at_ms),
+        reason: r.reason.clone(),
     }
 }
 
@@ -201,6 +260,7 @@ pub fn job(j: &JobRecord, with_log: bool) -> pb::DeployJob {
         error: j.error.clone(),
         cancel_requested: j.cancel_requested,
         zones: j.zones.iter().map(|z| zone_run(z, with_log)).collect(),
+        review: j.review.as_ref().map(review),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::caller::{Caller, require};
 use crate::conversions::Page;
 use crate::error::{Error, Result};
 use crate::git::refs::check_ref;
-use crate::model::{EnvironmentRecord, GroupRecord, environment_id, now_ms};
+use crate::model::{EnvironmentRecord, GroupRecord, SurfaceChanges, environment_id, now_ms};
 use crate::{Registry, mcp_auth, validate};
 
 impl Registry {
@@ -43,6 +43,8 @@ impl Registry {
             verbose: r.verbose,
             blocked: validate::blocked(&r.blocked)?,
             auth,
+            surface_changes: crate::conversions::surface_changes_in(r.surface_changes)?
+                .unwrap_or_else(|| SurfaceChanges::default_for(&r.name)),
             created_at_ms: now,
             updated_at_ms: now,
             ..EnvironmentRecord::default()
@@ -67,6 +69,7 @@ impl Registry {
                     ("git_ref", record.git_ref.clone()),
                     ("zones", record.zones.join(",")),
                     ("auth", auth_summary(&record, &self.core.settings.mcp_auth)),
+                    ("surface_changes", surface_word(record.surface_changes).to_owned()),
                 ],
             )
             .await;
@@ -129,13 +132,16 @@ impl Registry {
             .as_ref()
             .map(|a| mcp_auth::checked(a, &self.core.settings.mcp_auth))
             .transpose()?;
+        let surface = crate::conversions::surface_changes_in(r.surface_changes)?;
         let id = environment_id(&r.group, &r.name);
-        let (written, ()) = self
-            .core
-            .db
-            .environments
-            .modify(&id, |e| apply(e, &r, zones.as_ref(), blocked.as_ref(), auth.as_ref()))
-            .await?;
+        let changes = Changes {
+            zones: zones.as_ref(),
+            blocked: blocked.as_ref(),
+            auth: auth.as_ref(),
+            surface,
+        };
+        let (written, ()) =
+            self.core.db.environments.modify(&id, |e| apply(e, &r, &changes)).await?;
         let env = written.value;
         let blocked_changed = blocked.is_some() && blocked.as_ref() != Some(&before.blocked);
         let auth_changed = auth.is_some() && env.auth != before.auth;
@@ -156,6 +162,14 @@ impl Registry {
                 &format!("env/{}", env.name),
                 [
                     ("released_zones", released.join(",")),
+                    (
+                        "surface_changes",
+                        if surface.is_some_and(|s| s != before.surface_changes) {
+                            surface_word(env.surface_changes).to_owned()
+                        } else {
+                            String::new()
+                        },
+                    ),
                     (
                         "auth",
                         if auth_changed {
@@ -308,13 +322,19 @@ impl Registry {
     }
 }
 
+/// An update's checked fields (`None`: left as they are).
+struct Changes<'a> {
+    zones: Option<&'a Vec<String>>,
+    blocked: Option<&'a Vec<String>>,
+    auth: Option<&'a ramen_proto::common::v1::McpAuth>,
+    surface: Option<SurfaceChanges>,
+}
+
 /// An update's set fields onto the record (unset ones are left as they are).
 fn apply(
     e: &mut EnvironmentRecord,
     r: &pb::UpdateEnvironmentRequest,
-    zones: Option<&Vec<String>>,
-    blocked: Option<&Vec<String>>,
-    auth: Option<&ramen_proto::common::v1::McpAuth>,
+    changes: &Changes<'_>,
 ) -> Result<()> {
     if e.deleting {
         return Err(Error::FailedPrecondition(format!(
@@ -328,17 +348,27 @@ fn apply(
     if let Some(verbose) = r.verbose {
         e.verbose = verbose;
     }
-    if let Some(zones) = zones {
+    if let Some(zones) = changes.zones {
         e.zones = zones.clone();
     }
-    if let Some(blocked) = blocked {
+    if let Some(blocked) = changes.blocked {
         e.blocked = blocked.clone();
     }
-    if let Some(auth) = auth {
+    if let Some(auth) = changes.auth {
         e.auth = Some(auth.clone());
+    }
+    if let Some(surface) = changes.surface {
+        e.surface_changes = surface;
     }
     e.updated_at_ms = now_ms();
     Ok(())
+}
+
+pub(crate) fn surface_word(s: SurfaceChanges) -> &'static str {
+    match s {
+        SurfaceChanges::Allow => "allow",
+        SurfaceChanges::Review => "review",
+    }
 }
 
 /// What the audit log keeps of an auth change: the mode, issuers, scopes, how many rules, the

@@ -182,6 +182,15 @@ impl DeployerService for DeployerGrpc {
         ok(conv::job(&self.0.jobs.cancel_job(&ctx, &r.job_id, &r.reason).await?, true))
     }
 
+    async fn decide_review(
+        &self,
+        request: Request<pb::DecideReviewRequest>,
+    ) -> Answer<pb::DeployJob> {
+        let (ctx, r) = split(request);
+        let job = self.0.jobs.decide_review(&ctx, &r.job_id, r.approve, &r.reason).await?;
+        ok(conv::job(&job, true))
+    }
+
     type WatchJobStream = WatchStream;
 
     async fn watch_job(

@@ -134,6 +134,27 @@ pub struct EnvironmentRecord {
     /// The environment's own MCP authentication (unset or mode unspecified: the platform
     /// default); resolved for the nodes and the edge by `McpAuthDefaults::resolve`.
     pub auth: Option<ramen_proto::common::v1::McpAuth>,
+    /// Whether a deploy whose surface changed waits for review. Records stored before the
+    /// setting existed read `allow`, what those deploys did.
+    pub surface_changes: SurfaceChanges,
+}
+
+/// What a deploy does when the canary's surface differs from stable's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SurfaceChanges {
+    /// Logged; the deploy goes on.
+    #[default]
+    Allow,
+    /// The deploy waits in the REVIEW step for a group admin.
+    Review,
+}
+
+impl SurfaceChanges {
+    /// A new environment's default: `prod` reviews, the others allow.
+    pub fn default_for(environment: &str) -> Self {
+        if environment == "prod" { Self::Review } else { Self::Allow }
+    }
 }
 
 /// `<group>.<environment>`: both are DNS labels, so the dot cannot be ambiguous.

@@ -28,6 +28,8 @@ pub struct DeployerSettings {
     pub rollout_timeout: Duration,
     pub reload_timeout: Duration,
     pub smoke_timeout: Duration,
+    /// How long a surface review waits for a decision before it expires as a rejection.
+    pub review_timeout: Duration,
     pub git_timeout: Duration,
     pub sweep_interval: Duration,
     pub drain_mode: DrainMode,
@@ -72,6 +74,7 @@ impl DeployerSettings {
             rollout_timeout: config.zone.restart_timeout,
             reload_timeout: Duration::from_secs(600),
             smoke_timeout: Duration::from_secs(30),
+            review_timeout: config.deploy.review_timeout,
             git_timeout: Duration::from_secs(300),
             sweep_interval: Duration::from_secs(15),
             drain_mode: config.drain.mode,

@@ -158,6 +158,8 @@ pub struct EnvironmentView {
     pub deleting: bool,
     /// How its MCP clients authenticate and who may call what.
     pub auth: super::environment_auth::McpAuthView,
+    /// `allow` or `review`: whether a deploy that changes the tool surface waits for review.
+    pub surface_changes: String,
 }
 
 pub fn job_state(state: JobState) -> String {
@@ -166,6 +168,7 @@ pub fn job_state(state: JobState) -> String {
 
 impl From<pb::Environment> for EnvironmentView {
     fn from(e: pb::Environment) -> Self {
+        let surface_changes = word(e.surface_changes().as_str_name(), "SURFACE_CHANGES_");
         let last_deploy = e.last_deploy.map(|d| DeployResultView {
             outcome: job_state(d.outcome()),
             finished_at: time(d.finished_at.as_ref()),
@@ -177,6 +180,7 @@ impl From<pb::Environment> for EnvironmentView {
         Self {
             created_at: time(e.created_at.as_ref()),
             updated_at: time(e.updated_at.as_ref()),
+            surface_changes,
             group: e.group,
             name: e.name,
             git_ref: e.git_ref,

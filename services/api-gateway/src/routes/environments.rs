@@ -50,6 +50,28 @@ pub struct NewEnvironmentBody {
     pub blocked: Vec<String>,
     /// How its MCP clients authenticate; absent = the platform default, no rules.
     pub auth: Option<super::environment_auth::McpAuthBody>,
+    /// Whether a deploy that changes the tool surface waits for a group admin's review;
+    /// absent = `review` for an environment named `prod`, `allow` otherwise.
+    pub surface_changes: Option<SurfaceChangesWord>,
+}
+
+/// What a deploy does when the canary's surface (tools, resources, templates, prompts, as a
+/// model reads them) differs from stable's: `allow` logs the difference and goes on, `review`
+/// waits in the job's review step until a group admin approves or rejects.
+#[derive(Clone, Copy, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SurfaceChangesWord {
+    Allow,
+    Review,
+}
+
+impl SurfaceChangesWord {
+    fn wire(self) -> i32 {
+        match self {
+            Self::Allow => pb::SurfaceChanges::Allow as i32,
+            Self::Review => pb::SurfaceChanges::Review as i32,
+        }
+    }
 }
 
 /// Absent fields are left as they are. `blocked` reaches the running nodes at once; the rest
@@ -61,6 +83,7 @@ pub struct EnvironmentPatchBody {
     pub zones: Option<Vec<String>>,
     pub verbose: Option<bool>,
     pub blocked: Option<Vec<String>>,
+    pub surface_changes: Option<SurfaceChangesWord>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -131,6 +154,7 @@ async fn create_environment(
         verbose: body.verbose,
         blocked: body.blocked,
         auth: body.auth.map(super::environment_auth::McpAuthBody::wire),
+        surface_changes: body.surface_changes.map_or(0, SurfaceChangesWord::wire),
     };
     let env =
         gateway.clients().deployer.clone().create_environment(authed.call.request(request)).await?;
@@ -152,7 +176,7 @@ async fn get_environment(
     Ok(Json(EnvironmentView::from(env.into_inner())))
 }
 
-/// Changes the ref, zones, verbose flag or blocked list.
+/// Changes the ref, zones, verbose flag, blocked list or surface review setting.
 #[utoipa::path(patch, path = "/api/groups/{group}/environments/{env}", tag = "environments",
     params(("group" = String, Path), ("env" = String, Path)), request_body = EnvironmentPatchBody,
     responses((status = 200, body = EnvironmentView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -170,6 +194,7 @@ async fn update_environment(
         zones: body.zones.map(|values| StringList { values }),
         blocked: body.blocked.map(|values| StringList { values }),
         auth: None,
+        surface_changes: body.surface_changes.map_or(0, SurfaceChangesWord::wire),
     };
     let env =
         gateway.clients().deployer.clone().update_environment(authed.call.request(request)).await?;

@@ -25,7 +25,7 @@ pub struct StuckWorkerView {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StepRunView {
-    /// `sync`, `write_config`, `canary`, `reload_smoke`, `stable`, `canary_rollback`.
+    /// `sync`, `write_config`, `canary`, `reload_smoke`, `review`, `stable`, `canary_rollback`.
     pub step: String,
     /// `pending`, `running`, `succeeded`, `failed`, `skipped`, `cancelled`.
     pub status: String,
@@ -44,6 +44,85 @@ pub struct ZoneRunView {
     pub zone: String,
     pub status: String,
     pub steps: Vec<StepRunView>,
+    /// How the canary's surface differs from stable's here (empty: it does not, or not
+    /// compared yet).
+    pub surface_changes: Vec<SurfaceChangeView>,
+    /// Items (tools, resources, templates, prompts) the canary lists, once compared.
+    pub surface_items: u32,
+}
+
+/// One item that differs between stable and the canary.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SurfaceChangeView {
+    /// `tool`, `resource`, `resource template`, `prompt`.
+    pub kind: String,
+    /// How clients address it: a tool's or prompt's name, a resource's uri, a template.
+    pub name: String,
+    /// `added`, `removed`, `changed`.
+    pub change: String,
+    /// Added or removed: the whole item as listed.
+    pub item: Option<serde_json::Value>,
+    /// Changed: each differing field.
+    pub fields: Vec<FieldChangeView>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FieldChangeView {
+    /// JSON Pointer inside the item: `description`, `inputSchema/properties/city/type`.
+    pub path: String,
+    /// Absent on that side when missing.
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+/// The review of a job's surface change.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReviewView {
+    /// `pending`, `approved`, `rejected`, `expired` (a rejection nobody made in time).
+    pub decision: String,
+    pub requested_at: Option<String>,
+    pub expires_at: Option<String>,
+    /// Who decided; empty while pending (`deployer` for an expiry).
+    pub decided_by: String,
+    pub decided_at: Option<String>,
+    pub reason: String,
+}
+
+fn json(text: &str) -> Option<serde_json::Value> {
+    if text.is_empty() { None } else { serde_json::from_str(text).ok() }
+}
+
+impl From<pb::SurfaceChange> for SurfaceChangeView {
+    fn from(c: pb::SurfaceChange) -> Self {
+        Self {
+            item: json(&c.item_json),
+            fields: c
+                .fields
+                .into_iter()
+                .map(|f| FieldChangeView {
+                    before: json(&f.before_json),
+                    after: json(&f.after_json),
+                    path: f.path,
+                })
+                .collect(),
+            kind: c.kind,
+            name: c.name,
+            change: c.change,
+        }
+    }
+}
+
+impl From<pb::SurfaceReview> for ReviewView {
+    fn from(r: pb::SurfaceReview) -> Self {
+        Self {
+            decision: word(r.decision().as_str_name(), "REVIEW_DECISION_"),
+            requested_at: time(r.requested_at.as_ref()),
+            expires_at: time(r.expires_at.as_ref()),
+            decided_at: time(r.decided_at.as_ref()),
+            decided_by: r.decided_by,
+            reason: r.reason,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -55,8 +134,8 @@ pub struct JobView {
     pub git_ref: String,
     /// Resolved commit; empty until resolved.
     pub commit: String,
-    /// `queued`, `running`, `succeeded`, `failed`, `failed_resumable`, `cancelled`,
-    /// `dead_lettered`.
+    /// `queued`, `running`, `review` (waiting for a surface review), `succeeded`, `failed`,
+    /// `failed_resumable`, `cancelled`, `dead_lettered`.
     pub state: String,
     pub requested_by: String,
     pub created_at: Option<String>,
@@ -67,6 +146,8 @@ pub struct JobView {
     pub error: String,
     pub cancel_requested: bool,
     pub zones: Vec<ZoneRunView>,
+    /// Set once a surface change asked for review.
+    pub review: Option<ReviewView>,
 }
 
 fn step_status(status: ramen_proto::common::v1::StepStatus) -> String {
@@ -106,6 +187,12 @@ impl From<pb::DeployJob> for JobView {
                 status: step_status(z.status()),
                 zone: z.zone,
                 steps: z.steps.into_iter().map(StepRunView::from).collect(),
+                surface_changes: z
+                    .surface_changes
+                    .into_iter()
+                    .map(SurfaceChangeView::from)
+                    .collect(),
+                surface_items: z.surface_items,
             })
             .collect();
         Self {
@@ -123,8 +210,14 @@ impl From<pb::DeployJob> for JobView {
             error: j.error,
             cancel_requested: j.cancel_requested,
             zones,
+            review: j.review.map(ReviewView::from),
         }
     }
+}
+
+/// Where a step stands in the pipeline: REVIEW's number came after the rollback's.
+fn order(step: i32) -> i32 {
+    if step == ramen_proto::common::v1::DeployStep::Review as i32 { 45 } else { step * 10 }
 }
 
 /// The step `step` of `zone` in `job`, added in pipeline order when the job did not list it.
@@ -140,7 +233,8 @@ fn step_mut<'j>(job: &'j mut pb::DeployJob, zone: &str, step: i32) -> &'j mut pb
     let index = match steps.iter().position(|s| s.step == step) {
         Some(index) => index,
         None => {
-            let index = steps.iter().position(|s| s.step > step).unwrap_or(steps.len());
+            let index =
+                steps.iter().position(|s| order(s.step) > order(step)).unwrap_or(steps.len());
             steps.insert(index, pb::StepRun { step, ..Default::default() });
             index
         }

@@ -32,6 +32,8 @@ pub(super) fn routes() -> Vec<Route> {
         route(Access::Member, routes!(list_jobs)),
         route(Access::Member, routes!(get_job)),
         route(DEPLOY, routes!(cancel_job)),
+        route(DEPLOY, routes!(approve_job)),
+        route(DEPLOY, routes!(reject_job)),
     ]
 }
 
@@ -59,8 +61,16 @@ pub struct JobQuery {
 
 /// The job states a `state` filter names, as the document's pattern ([`states_pattern`]) has
 /// them: exact lowercase words, comma-separated; empty = any.
-pub const JOB_STATES: [&str; 7] =
-    ["queued", "running", "succeeded", "failed", "failed_resumable", "cancelled", "dead_lettered"];
+pub const JOB_STATES: [&str; 8] = [
+    "queued",
+    "running",
+    "review",
+    "succeeded",
+    "failed",
+    "failed_resumable",
+    "cancelled",
+    "dead_lettered",
+];
 
 /// [`JOB_STATES`] as the query's pattern.
 pub fn states_pattern() -> String {
@@ -187,5 +197,57 @@ async fn cancel_job(
     let reason = format!("cancelled by {}", authed.caller.email);
     let request = pb::CancelJobRequest { job_id: job, reason };
     let job = gateway.clients().deployer.clone().cancel_job(authed.call.request(request)).await?;
+    Ok(Json(JobView::from(job.into_inner())))
+}
+
+/// A review decision's optional note, kept with the decision and in the audit log.
+#[derive(Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewBody {
+    /// Why (up to 500 characters).
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// Approves the surface change a job waits on (state `review`): stable takes the canary's
+/// surface. 409 when the job has no review open.
+#[utoipa::path(post, path = "/api/groups/{group}/jobs/{job}/approve", tag = "deploys",
+    params(("group" = String, Path), ("job" = String, Path)), request_body = ReviewBody,
+    responses((status = 200, body = JobView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn approve_job(
+    State(gateway): State<Gateway>,
+    authed: Authed,
+    Path((group, job)): Path<(String, String)>,
+    OptionalBody(body): OptionalBody<ReviewBody>,
+) -> ApiResult<Json<JobView>> {
+    decide(&gateway, &authed, &group, job, true, body).await
+}
+
+/// Rejects the surface change a job waits on: the canary scales to zero as after any failure,
+/// and stable stays as it is. 409 when the job has no review open.
+#[utoipa::path(post, path = "/api/groups/{group}/jobs/{job}/reject", tag = "deploys",
+    params(("group" = String, Path), ("job" = String, Path)), request_body = ReviewBody,
+    responses((status = 200, body = JobView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn reject_job(
+    State(gateway): State<Gateway>,
+    authed: Authed,
+    Path((group, job)): Path<(String, String)>,
+    OptionalBody(body): OptionalBody<ReviewBody>,
+) -> ApiResult<Json<JobView>> {
+    decide(&gateway, &authed, &group, job, false, body).await
+}
+
+async fn decide(
+    gateway: &Gateway,
+    authed: &Authed,
+    group: &str,
+    job: String,
+    approve: bool,
+    body: ReviewBody,
+) -> ApiResult<Json<JobView>> {
+    job_of(gateway, &authed.call, group, &job).await?;
+    let request = pb::DecideReviewRequest { job_id: job, approve, reason: body.reason };
+    let job =
+        gateway.clients().deployer.clone().decide_review(authed.call.request(request)).await?;
     Ok(Json(JobView::from(job.into_inner())))
 }

@@ -1,13 +1,15 @@
-//! `CancelJob`: terminal, and it wins. A job nobody runs (queued, handed back, or whose holder
-//! is gone) is cancelled on the spot; a running one is flagged and its holder stops at the next
-//! step boundary (scaling the canary back if it had been touched). A job later found
-//! resumable or dead-lettered while flagged ends CANCELLED instead.
+//! `CancelJob`: terminal, and it wins. A job nobody runs (queued, handed back, parked for
+//! review, or whose holder is gone) is cancelled on the spot, unless its canary ran: then it is
+//! flagged and run once more (a parked one queued again), and its zones cancel at the next step
+//! boundary, scaling the canary back to zero. A running one is flagged and its holder stops at
+//! the next step boundary the same way. A job later found resumable or dead-lettered while
+//! flagged ends CANCELLED instead.
 
 use ramen_proto::auth::v1::Action;
 use ramen_proto::events::v1::JobCancelled;
 use ramen_store::Query;
 
-use super::claim::{cancel_message, close};
+use super::claim::{canary_touched, cancel_message, close};
 use super::model::{JobRecord, JobState};
 use crate::Jobs;
 use crate::caller::{Caller, require};
@@ -44,17 +46,31 @@ impl Jobs {
                 j.cancel_requested = true;
                 j.cancel_reason = reason.clone();
                 j.updated_at_ms = now_ms();
-                let nobody_runs = matches!(j.state, JobState::Queued | JobState::FailedResumable)
-                    || (j.state == JobState::Running && !holder_alive);
-                if nobody_runs {
-                    close(j, JobState::Cancelled, cancel_message(j));
+                let waits = matches!(
+                    j.state,
+                    JobState::Queued | JobState::FailedResumable | JobState::Review
+                );
+                let orphaned = j.state == JobState::Running && !holder_alive;
+                if !waits && !orphaned {
+                    return Ok(false);
                 }
-                Ok::<_, Error>(nobody_runs)
+                if waits && canary_touched(j) {
+                    // Someone has to scale the canary back: the job runs once more, and its
+                    // zones cancel at their next step boundary.
+                    if j.state == JobState::Review {
+                        super::review::requeue(j);
+                    }
+                    return Ok(false);
+                }
+                close(j, JobState::Cancelled, cancel_message(j));
+                Ok::<_, Error>(true)
             })
             .await?;
         let job = written.value;
         if closed {
             self.announce_finished(&job).await;
+        } else {
+            self.publish_work(&job).await;
         }
         let event = JobCancelled {
             meta: Some(crate::ports::events::meta(ctx)),

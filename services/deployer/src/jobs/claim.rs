@@ -41,7 +41,9 @@ impl Jobs {
                     return Ok(Some(false));
                 }
                 job.work_seq = sequence;
-                if job.cancel_requested {
+                // A cancelled job whose canary ran is run once more: its zones cancel at the
+                // next step boundary and scale the canary back to zero.
+                if job.cancel_requested && !canary_touched(job) {
                     close(job, JobState::Cancelled, cancel_message(job));
                     return Ok(Some(true));
                 }
@@ -233,6 +235,18 @@ pub(crate) fn close(job: &mut JobRecord, state: JobState, error: String) {
     job.holder.clear();
     job.finished_at_ms = now;
     job.updated_at_ms = now;
+}
+
+/// Some zone's canary was restarted and not scaled back to zero yet.
+pub(crate) fn canary_touched(job: &JobRecord) -> bool {
+    use super::model::Step;
+    job.zones.iter().any(|z| {
+        let ran = z.step(Step::Canary).is_some_and(|s| s.started_at_ms > 0);
+        let rolled_back =
+            z.step(Step::CanaryRollback).is_some_and(|s| s.status == Status::Succeeded);
+        let done = z.status.is_done();
+        ran && !rolled_back && !done
+    })
 }
 
 pub(crate) fn cancel_message(job: &JobRecord) -> String {

@@ -7,6 +7,8 @@
 //!   while a heartbeat refreshes the lease and sends `InProgress`, then settled.
 //! - `sweeper`: orphans (lease gone, no holder) → FAILED_RESUMABLE; items the mover parked →
 //!   DEAD_LETTERED; jobs whose work item never made it → republished.
+//! - `review`: a changed surface parks the job (REVIEW) until a group admin decides or the
+//!   review expires;
 //! - `dlq`: list, inspect, replay and discard dead letters; `watch`: `WatchJob`.
 
 mod cancel;
@@ -16,6 +18,7 @@ pub mod model;
 mod pipeline;
 mod read;
 mod recorder;
+mod review;
 mod steps;
 mod submit;
 mod sweeper;
@@ -30,7 +33,7 @@ use ramen_proto::event::Event;
 use ramen_proto::events::v1::DeployWork;
 use ramen_service::Platform;
 
-pub use crate::ports::smoke::{smoke_key, tools_list};
+pub use crate::ports::smoke::{smoke_key, surface, tools_list};
 pub use dlq::DeadLetterView;
 pub use watch::WatchStream;
 

@@ -19,6 +19,9 @@ pub enum JobState {
     FailedResumable,
     Cancelled,
     DeadLettered,
+    /// Parked in the REVIEW step: canary up, stable untouched, no holder, no work item. A
+    /// decision (or the review's expiry) queues it again.
+    Review,
 }
 
 impl JobState {
@@ -35,13 +38,20 @@ pub enum Step {
     WriteConfig,
     Canary,
     ReloadSmoke,
+    Review,
     Stable,
     CanaryRollback,
 }
 
 impl Step {
-    pub const PIPELINE: [Step; 5] =
-        [Step::Sync, Step::WriteConfig, Step::Canary, Step::ReloadSmoke, Step::Stable];
+    pub const PIPELINE: [Step; 6] = [
+        Step::Sync,
+        Step::WriteConfig,
+        Step::Canary,
+        Step::ReloadSmoke,
+        Step::Review,
+        Step::Stable,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -49,6 +59,7 @@ impl Step {
             Self::WriteConfig => "write_config",
             Self::Canary => "canary",
             Self::ReloadSmoke => "reload_smoke",
+            Self::Review => "review",
             Self::Stable => "stable",
             Self::CanaryRollback => "canary_rollback",
         }
@@ -56,7 +67,7 @@ impl Step {
 
     /// A failure here scales the canary back to zero.
     pub fn touches_canary(self) -> bool {
-        matches!(self, Self::Canary | Self::ReloadSmoke | Self::Stable)
+        matches!(self, Self::Canary | Self::ReloadSmoke | Self::Review | Self::Stable)
     }
 }
 
@@ -117,6 +128,92 @@ pub struct ZoneRun {
     /// What the canary reported at RELOAD_SMOKE, stored with the zone once stable is up.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub packages: Vec<PackageReport>,
+    /// How the canary's surface differs from stable's (RELOAD_SMOKE compared them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub surface_changes: Vec<SurfaceChangeRecord>,
+    /// Items the canary lists, once compared.
+    #[serde(default)]
+    pub surface_items: u32,
+}
+
+/// One item that differs between stable and the canary. Values are kept as JSON text: a
+/// schema's keys (`$schema`, dotted names) are not always legal field names in a store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SurfaceChangeRecord {
+    /// `tool`, `resource`, `resource template`, `prompt`.
+    pub kind: String,
+    pub name: String,
+    /// `added`, `removed`, `changed`.
+    pub change: String,
+    /// Added or removed: the whole item.
+    pub item_json: String,
+    pub fields: Vec<FieldChangeRecord>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FieldChangeRecord {
+    pub path: String,
+    /// Empty: absent on that side.
+    pub before_json: String,
+    pub after_json: String,
+}
+
+impl SurfaceChangeRecord {
+    pub fn from_change(change: &ramen_surface::Change) -> Self {
+        use ramen_surface::Change;
+        let text =
+            |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
+        match change {
+            Change::Added { kind, name, item } | Change::Removed { kind, name, item } => Self {
+                kind: kind.word().to_owned(),
+                name: name.clone(),
+                change: if matches!(change, Change::Added { .. }) { "added" } else { "removed" }
+                    .to_owned(),
+                item_json: item.to_string(),
+                fields: Vec::new(),
+            },
+            Change::Changed { kind, name, fields } => Self {
+                kind: kind.word().to_owned(),
+                name: name.clone(),
+                change: "changed".to_owned(),
+                item_json: String::new(),
+                fields: fields
+                    .iter()
+                    .map(|f| FieldChangeRecord {
+                        path: f.path.clone(),
+                        before_json: text(&f.before),
+                        after_json: text(&f.after),
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// Where a review stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewDecision {
+    #[default]
+    Pending,
+    Approved,
+    Rejected,
+    /// Nobody decided in time: a rejection.
+    Expired,
+}
+
+/// The review of a job's surface change: one per job, whichever zones changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReviewRecord {
+    pub decision: ReviewDecision,
+    pub requested_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub decided_by: String,
+    pub decided_at_ms: i64,
+    pub reason: String,
 }
 
 impl ZoneRun {
@@ -126,6 +223,8 @@ impl ZoneRun {
             status: Status::Pending,
             steps: Step::PIPELINE.iter().map(|s| StepRecord::pending(*s)).collect(),
             packages: Vec::new(),
+            surface_changes: Vec::new(),
+            surface_items: 0,
         }
     }
 
@@ -133,13 +232,17 @@ impl ZoneRun {
         self.steps.iter().find(|s| s.step == step)
     }
 
-    /// The record of `step`, appended when missing (the rollback step).
+    /// The record of `step`, added when missing: the rollback step at the end, a pipeline step
+    /// (REVIEW, in a job stored before it existed) in pipeline order.
     pub fn step_mut(&mut self, step: Step) -> &mut StepRecord {
         if let Some(i) = self.steps.iter().position(|s| s.step == step) {
             return &mut self.steps[i];
         }
-        self.steps.push(StepRecord::pending(step));
-        self.steps.last_mut().expect("just pushed")
+        let order = |s: Step| Step::PIPELINE.iter().position(|p| *p == s).unwrap_or(usize::MAX);
+        let at =
+            self.steps.iter().position(|s| order(s.step) > order(step)).unwrap_or(self.steps.len());
+        self.steps.insert(at, StepRecord::pending(step));
+        &mut self.steps[at]
     }
 }
 
@@ -177,6 +280,9 @@ pub struct JobRecord {
     pub claim: u64,
     /// Stream sequence of the job's current work item; 0 = not known yet (any is accepted).
     pub work_seq: u64,
+    /// Set once a zone's surface change asked for review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewRecord>,
 }
 
 impl JobRecord {

@@ -15,29 +15,48 @@ use super::steps::{Pipeline, StepError};
 use crate::error::{Error, Result};
 use crate::model::Status;
 
-/// Runs the job to a terminal state (`Ok`), or stops on an error to retry (`Err`: retryable
-/// failures, a lost lease).
+/// Runs the job to a terminal state (`Ok`), to REVIEW (`Ok`, parked: the record already says
+/// so), or stops on an error to retry (`Err`: retryable failures, a lost lease).
 pub(crate) async fn run(run: JobRun) -> Result<(JobState, String)> {
     let pipeline = match prepare(&run).await? {
         Ok(pipeline) => Arc::new(pipeline),
         Err(failure) => return Ok((JobState::Failed, failure)),
     };
-    let job = run.current().await?;
-    let zones: Vec<String> =
-        job.zones.iter().filter(|z| !z.status.is_done()).map(|z| z.zone.clone()).collect();
-    let results: Vec<Result<Status>> = futures::stream::iter(zones)
-        .map(|zone| {
-            let pipeline = pipeline.clone();
-            async move { pipeline.zone(&zone).await }
-        })
-        .buffer_unordered(run.deployer.core.settings.zone_parallelism.max(1))
-        .collect()
-        .await;
-    // A zone that has to retry (or a lost lease) stops the job; zones that finished stay done.
-    if let Some(err) = results.into_iter().find_map(Result::err) {
-        return Err(err);
+    loop {
+        let job = run.current().await?;
+        let zones: Vec<String> =
+            job.zones.iter().filter(|z| !z.status.is_done()).map(|z| z.zone.clone()).collect();
+        let results: Vec<Result<ZoneEnd>> = futures::stream::iter(zones)
+            .map(|zone| {
+                let pipeline = pipeline.clone();
+                async move { pipeline.zone(&zone).await }
+            })
+            .buffer_unordered(run.deployer.core.settings.zone_parallelism.max(1))
+            .collect()
+            .await;
+        // A zone that has to retry (or a lost lease) stops the job; zones that finished stay
+        // done.
+        let mut waiting = false;
+        for result in results {
+            waiting |= matches!(result?, ZoneEnd::Waiting);
+        }
+        if !waiting {
+            return Ok(outcome(&run.current().await?));
+        }
+        // Every zone is done or waits for the review: park, unless it was decided meanwhile
+        // (or a cancel came), and then the waiting zones go on.
+        if run.deployer.park_for_review(&run.job_id, run.claim).await? {
+            return Ok((JobState::Review, String::new()));
+        }
     }
-    Ok(outcome(&run.current().await?))
+}
+
+/// Where a zone's pipeline stopped in this run.
+pub(crate) enum ZoneEnd {
+    /// Succeeded, failed, cancelled or skipped (the record has which).
+    Done,
+    /// In the REVIEW step, waiting for a decision.
+    Waiting,
 }
 
 /// What every zone shares: group, environment, credentials and the commit (resolved on the
@@ -112,39 +131,46 @@ fn outcome(job: &super::model::JobRecord) -> (JobState, String) {
 }
 
 impl Pipeline {
-    /// The zone's pipeline from where it stands; its final status.
-    pub async fn zone(&self, zone: &str) -> Result<Status> {
+    /// The zone's pipeline from where it stands: done (its status is on the record), or
+    /// waiting for review.
+    pub async fn zone(&self, zone: &str) -> Result<ZoneEnd> {
         let job = self.run.current().await?;
-        let Some(run) = job.zone(zone).cloned() else { return Ok(Status::Skipped) };
+        let Some(run) = job.zone(zone).cloned() else { return Ok(ZoneEnd::Done) };
         if run.status.is_done() {
-            return Ok(run.status);
+            return Ok(ZoneEnd::Done);
         }
         if let Some(failed) =
             run.steps.iter().find(|s| s.status == Status::Failed && s.step != Step::CanaryRollback)
         {
-            return self.fail(zone, failed.step).await;
+            return self.fail(zone, failed.step).await.map(|_| ZoneEnd::Done);
         }
         for step in Step::PIPELINE {
             if run.step(step).is_some_and(|s| s.status == Status::Succeeded) {
                 continue;
             }
             if self.run.current().await?.cancel_requested {
-                return self.cancel(zone).await;
+                return self.cancel(zone).await.map(|_| ZoneEnd::Done);
             }
-            self.run.started(zone, step).await?;
+            // A zone coming back to a review it waits for is still the same run of the step.
+            let waiting =
+                run.step(step).is_some_and(|s| s.status == Status::Running) && step == Step::Review;
+            if !waiting {
+                self.run.started(zone, step).await?;
+            }
             let span = tracing::info_span!("deploy.step", %zone, step = step.name());
             match self.attempt(zone, step).instrument(span).await {
                 Ok(end) => self.run.ended(zone, step, Status::Succeeded, end).await?,
                 Err(StepError::Failed(end)) => {
                     self.run.ended(zone, step, Status::Failed, end).await?;
-                    return self.fail(zone, step).await;
+                    return self.fail(zone, step).await.map(|_| ZoneEnd::Done);
                 }
                 Err(StepError::Retry(err)) => return Err(err),
+                Err(StepError::Park) => return Ok(ZoneEnd::Waiting),
             }
         }
         self.finish(zone).await?;
         self.run.zone_ended(zone, Status::Succeeded).await?;
-        Ok(Status::Succeeded)
+        Ok(ZoneEnd::Done)
     }
 
     /// A step, retried in place a few times while its error is an outage.
@@ -196,8 +222,10 @@ impl Pipeline {
         if run.step(Step::Canary).is_some_and(|s| s.started_at_ms > 0) {
             self.rollback(zone).await?;
         }
+        // Pending steps, and a review the zone was waiting in.
         for step in Step::PIPELINE {
-            if run.step(step).is_some_and(|s| s.status == Status::Pending) {
+            if run.step(step).is_some_and(|s| matches!(s.status, Status::Pending | Status::Running))
+            {
                 self.run.ended(zone, step, Status::Cancelled, StepEnd::default()).await?;
             }
         }
@@ -224,6 +252,7 @@ impl Pipeline {
                 self.run.ended(zone, Step::CanaryRollback, Status::Failed, end).await
             }
             Err(StepError::Retry(err)) => Err(err),
+            Err(StepError::Park) => Err(Error::Internal("the rollback cannot wait".into())),
         }
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use ramen_proto::common::v1::PackageReport;
 use ramen_proto::events::v1::{self as ev, DeployLog, DeployStepChanged};
 
-use super::model::{JobRecord, LogLine, MAX_LOG_LINES, Step, Stuck};
+use super::model::{
+    JobRecord, LogLine, MAX_LOG_LINES, ReviewRecord, Step, Stuck, SurfaceChangeRecord,
+};
 use crate::Jobs;
 use crate::conversions;
 use crate::error::{Error, Result};
@@ -151,6 +153,40 @@ impl JobRun {
             })
             .await?;
         Ok(())
+    }
+
+    /// The zone's surface comparison: the changes and how many items the canary lists.
+    pub async fn set_surface(
+        &self,
+        zone: &str,
+        changes: Vec<SurfaceChangeRecord>,
+        items: usize,
+    ) -> Result<()> {
+        self.deployer
+            .fenced(&self.job_id, self.claim, |job| {
+                if let Some(run) = job.zone_mut(zone) {
+                    run.surface_changes = changes.clone();
+                    run.surface_items = u32::try_from(items).unwrap_or(u32::MAX);
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Opens the job's review (the first zone that needs one does; the others find it).
+    pub async fn open_review(&self, timeout: std::time::Duration) -> Result<ReviewRecord> {
+        let now = now_ms();
+        let (job, ()) = self
+            .deployer
+            .fenced(&self.job_id, self.claim, |job| {
+                job.review.get_or_insert_with(|| ReviewRecord {
+                    requested_at_ms: now,
+                    expires_at_ms: now.saturating_add(timeout.as_millis() as i64),
+                    ..ReviewRecord::default()
+                });
+            })
+            .await?;
+        job.review.ok_or_else(|| Error::Internal("review not recorded".into()))
     }
 
     async fn step_event(&self, job: &JobRecord, zone: &str, step: Step) {

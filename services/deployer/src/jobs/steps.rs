@@ -8,11 +8,11 @@ use ramen_proto::common::v1::{KeyHash, NodePolicy, Snapshot, Track};
 use ramen_proto::runner::v1::{NodeStatus, ReloadOutcome};
 use ramen_proto::zone::v1 as zpb;
 
-use super::model::{Step, Stuck};
+use super::model::{ReviewDecision, ReviewRecord, Step, Stuck, SurfaceChangeRecord};
 use super::recorder::{JobRun, StepEnd};
 use crate::error::Error;
 use crate::git::Credentials;
-use crate::model::{EnvironmentRecord, GroupRecord, now_ms};
+use crate::model::{EnvironmentRecord, GroupRecord, SurfaceChanges, now_ms};
 use crate::snapshot::{self, Source, Synced};
 
 /// How a step did not succeed.
@@ -21,6 +21,8 @@ pub(crate) enum StepError {
     Failed(StepEnd),
     /// Stop the job and retry later (an outage, a lost lease).
     Retry(Error),
+    /// The zone waits for a review decision: the job parks once no zone has work left.
+    Park,
 }
 
 impl From<Error> for StepError {
@@ -61,6 +63,7 @@ impl Pipeline {
             Step::WriteConfig => self.write_config(zone).await,
             Step::Canary => self.restart(zone, Track::WorkerCanary).await,
             Step::ReloadSmoke => self.reload_smoke(zone).await,
+            Step::Review => self.review(zone).await,
             Step::Stable => self.restart(zone, Track::Worker).await,
             Step::CanaryRollback => self.scale_canary_down(zone).await,
         }
@@ -258,7 +261,8 @@ impl Pipeline {
 
     /// The canary's restart loaded the snapshot (the node loads the commit its config names
     /// when it starts); this step reads how that went from each ready canary's `Status`, then
-    /// lists its tools as an ordinary MCP caller would. Nothing is loaded a second time.
+    /// reads its surface as an ordinary MCP caller would and compares it with stable's.
+    /// Nothing is loaded a second time.
     async fn reload_smoke(&self, zone: &str) -> Result<StepEnd, StepError> {
         let deployer = &self.run.deployer;
         let group = &self.group.name;
@@ -280,12 +284,14 @@ impl Pipeline {
         let status = report.expect("at least one ready worker");
         self.run.set_packages(zone, status.packages.clone()).await?;
         let worker = ready[0];
-        let tools = deployer
+        let timeout = deployer.core.settings.smoke_timeout;
+        let canary = deployer
             .core
             .smoke
-            .tools_list(&worker.mcp_address, &self.smoke_key, deployer.core.settings.smoke_timeout)
+            .surface(&worker.mcp_address, &self.smoke_key, timeout)
             .await
             .map_err(|e| failed(format!("smoke test on {}: {e}", worker.id)))?;
+        let tools: Vec<&str> = canary.names(ramen_surface::Kind::Tool).collect();
         self.run
             .log(
                 zone,
@@ -293,11 +299,148 @@ impl Pipeline {
                 format!("tools/list on {} as an ordinary caller: {}", worker.id, tools.join(", ")),
             )
             .await?;
+        let changes = self.compare_with_stable(zone, &canary).await?;
         let pip = if status.pip_ran { "pip ran" } else { "requirements unchanged" };
+        let surface = match changes {
+            None => String::new(),
+            Some(0) => "; surface as stable's".to_owned(),
+            Some(n) => format!("; {n} surface change(s) from stable"),
+        };
         Ok(StepEnd {
-            outcome: format!("{} packages, {} tools; {pip}", status.packages.len(), tools.len()),
+            outcome: format!(
+                "{} packages, {} tools; {pip}{surface}",
+                status.packages.len(),
+                tools.len()
+            ),
             ..StepEnd::default()
         })
+    }
+
+    /// The canary's surface against what a ready stable worker serves (read with the job's
+    /// key, which every node of the placement holds): the difference into the log and onto
+    /// the zone's record, for the REVIEW step and the console. `None` when no stable worker
+    /// serves yet (a first deploy): there is nothing to compare, and nothing waits.
+    async fn compare_with_stable(
+        &self,
+        zone: &str,
+        canary: &ramen_surface::Surface,
+    ) -> Result<Option<usize>, StepError> {
+        let deployer = &self.run.deployer;
+        let workers = deployer.core.zones.workers(&self.group.name, zone, Track::Worker).await?;
+        let ready =
+            workers.iter().find(|w| w.state == ramen_proto::common::v1::WorkerState::Ready as i32);
+        // A stable worker that never loaded a commit (the placement's first) serves nothing.
+        let stable = match ready {
+            Some(worker) => {
+                let status = deployer
+                    .core
+                    .nodes
+                    .status(&self.group.name, zone, &worker.admin_address)
+                    .await?;
+                (!status.loaded_commit.is_empty()).then_some(worker)
+            }
+            None => None,
+        };
+        let Some(stable) = stable else {
+            let line = format!(
+                "surface: {} items; no stable worker serves yet, so nothing to compare",
+                canary.len()
+            );
+            self.run.log(zone, Step::ReloadSmoke, line).await?;
+            self.run.set_surface(zone, Vec::new(), canary.len()).await?;
+            return Ok(None);
+        };
+        let timeout = deployer.core.settings.smoke_timeout;
+        let served = deployer
+            .core
+            .smoke
+            .surface(&stable.mcp_address, &self.smoke_key, timeout)
+            .await
+            .map_err(|e| failed(format!("reading stable's surface on {}: {e}", stable.id)))?;
+        let changes = ramen_surface::diff(&served, canary);
+        let mut lines = vec![format!(
+            "surface: {} items on the canary, {} on stable ({}); {} change(s)",
+            canary.len(),
+            served.len(),
+            stable.id,
+            changes.len()
+        )];
+        lines.extend(
+            changes
+                .iter()
+                .flat_map(|c| c.to_string().lines().map(str::to_owned).collect::<Vec<_>>()),
+        );
+        self.run.log_lines(zone, Step::ReloadSmoke, lines).await?;
+        let records = changes.iter().map(SurfaceChangeRecord::from_change).collect();
+        self.run.set_surface(zone, records, canary.len()).await?;
+        Ok(Some(changes.len()))
+    }
+
+    /// Between RELOAD_SMOKE and STABLE. No surface change, or an environment that allows
+    /// them: on at once. Otherwise the job's review decides: approved goes on, rejected or
+    /// expired fails the zone (the canary scales to zero, stable stays), and no decision yet
+    /// opens the review (once per job) and parks the zone with the canary up.
+    async fn review(&self, zone: &str) -> Result<StepEnd, StepError> {
+        let job = self.run.current().await?;
+        let changed = job.zone(zone).map_or(0, |z| z.surface_changes.len());
+        if changed == 0 {
+            return Ok(StepEnd { outcome: "no surface change".into(), ..StepEnd::default() });
+        }
+        if self.env.surface_changes == SurfaceChanges::Allow {
+            return Ok(StepEnd {
+                outcome: format!(
+                    "{changed} surface change(s); environment `{}` allows them without review",
+                    self.env.name
+                ),
+                ..StepEnd::default()
+            });
+        }
+        let review = match job.review {
+            Some(review) => review,
+            None => {
+                let timeout = self.run.deployer.core.settings.review_timeout;
+                let review = self.run.open_review(timeout).await?;
+                let until = crate::conversions::ts(review.expires_at_ms)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default();
+                let line = format!(
+                    "{changed} surface change(s) wait for a group admin: `ramen jobs approve {id}` \
+                     or `ramen jobs reject {id}`, or the job's page in the console; \
+                     rejected unless decided by {until}",
+                    id = job.id
+                );
+                self.run.log(zone, Step::Review, line).await?;
+                review
+            }
+        };
+        let who = |r: &ReviewRecord| {
+            if r.reason.is_empty() {
+                r.decided_by.clone()
+            } else {
+                format!("{}: {}", r.decided_by, r.reason)
+            }
+        };
+        match review.decision {
+            ReviewDecision::Approved => Ok(StepEnd {
+                outcome: format!("{changed} surface change(s) approved by {}", who(&review)),
+                ..StepEnd::default()
+            }),
+            ReviewDecision::Rejected => {
+                Err(failed(format!("surface change rejected by {}", who(&review))))
+            }
+            ReviewDecision::Expired => Err(failed(format!(
+                "surface change not reviewed in time (review expired {}): rejected",
+                crate::conversions::ts(review.expires_at_ms)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            ))),
+            ReviewDecision::Pending if review.expires_at_ms <= now_ms() => {
+                // Past its time while other zones still ran (the sweeper expires parked jobs).
+                self.run.deployer.expire_review(&job.id).await?;
+                Err(failed("surface change not reviewed in time (review expired): rejected"))
+            }
+            ReviewDecision::Pending => Err(StepError::Park),
+        }
     }
 
     /// After STABLE: the zone's package report stored, the smoke key dropped.

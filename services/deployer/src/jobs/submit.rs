@@ -138,7 +138,7 @@ impl Jobs {
         }
     }
 
-    /// Publishes the job's work item (deduplicated by job id) while it is QUEUED; a failed
+    /// Publishes the job's work item (deduplicated by job id and claim) while it is QUEUED; a failed
     /// publish is logged: the sweeper publishes QUEUED jobs that never got a work item.
     pub(crate) async fn publish_work(&self, job: &JobRecord) {
         if job.state != JobState::Queued || job.work_seq != 0 {
@@ -154,7 +154,9 @@ impl Jobs {
             environment: job.environment.clone(),
             git_ref: job.git_ref.clone(),
         };
-        let options = ramen_bus::PublishOptions::with_msg_id(job.id.clone());
+        // One message id per claim: a job parked for review and queued again needs a new work
+        // item within the stream's duplicate window, and a republished one must not double.
+        let options = ramen_bus::PublishOptions::with_msg_id(format!("{}.{}", job.id, job.claim));
         match self.core.bus.publish(&super::work_subject(), &work, options).await {
             Ok(ack) => self.record_work_seq(&job.id, ack.sequence).await,
             Err(err) => {

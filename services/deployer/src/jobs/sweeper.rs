@@ -3,6 +3,7 @@
 //!   FAILED_RESUMABLE: their work item is redelivered once its ack-wait lapses and resumes;
 //! - jobs whose work item the dead-letter mover parked → DEAD_LETTERED;
 //! - QUEUED jobs whose work item was never published → published;
+//! - REVIEW jobs whose review expired → queued again, to fail their waiting zones;
 //! - deleted environments whose teardowns finished → records removed; unfinished group
 //!   deletions → resumed.
 
@@ -40,6 +41,7 @@ impl Jobs {
     pub(crate) async fn sweep(&self, kv: &Kv) -> Result<()> {
         self.sweep_orphans(kv).await?;
         self.sweep_dead_letters().await?;
+        self.sweep_expired_reviews().await?;
         self.sweep_unpublished().await
     }
 

@@ -1,7 +1,7 @@
 //! The job worker: pulls `DeployWork` from the shared durable consumer (up to
 //! `jobs_per_process` at once), claims each with a KV lease, runs it with a heartbeat, and
 //! settles the delivery:
-//! - terminal outcome → ack; a retryable failure → FAILED_RESUMABLE + nak with delay, or on
+//! - terminal outcome → ack; parked for review (REVIEW) → ack; a retryable failure → FAILED_RESUMABLE + nak with delay, or on
 //!   the last allowed delivery DEAD_LETTERED + parked on the DLQ with the reason;
 //! - drain (SIGTERM): `complete` lets the job run up to the drain cap, `interrupt` stops it at
 //!   once; either way it is checkpointed (FAILED_RESUMABLE) and handed back with a nak;
@@ -70,6 +70,8 @@ async fn consume(
 /// What stopped a claimed job before it finished.
 enum Stopped {
     Done(JobState, String),
+    /// Parked for review: the record says so; the work item is done with.
+    Parked,
     Retry(Error),
     Drained(&'static str),
     LeaseLost,
@@ -142,6 +144,7 @@ async fn process(
     deployer.metrics.active.inc();
     let stopped = tokio::select! {
         outcome = super::pipeline::run(run).instrument(span) => match outcome {
+            Ok((JobState::Review, _)) => Stopped::Parked,
             Ok((state, error)) => Stopped::Done(state, error),
             Err(Error::LeaseLost(_)) => Stopped::LeaseLost,
             Err(err) => Stopped::Retry(err),
@@ -169,6 +172,10 @@ async fn settle(
             if job.state == JobState::Succeeded {
                 collect_artifacts(deployer, &job.group).await;
             }
+        }
+        Stopped::Parked => {
+            tracing::info!(job = %job_id, "deploy job parked for a surface review");
+            delivery.ack().await?;
         }
         Stopped::Retry(err) if err.is_retryable() && !delivery.is_last_attempt() => {
             let why = format!("{err} (attempt {}; retried)", delivery.delivered());

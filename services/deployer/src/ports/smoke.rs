@@ -1,20 +1,20 @@
-//! The smoke test of step 4: `tools/list` over MCP streamable HTTP to a canary worker, made as
-//! an ordinary caller with a per-job key. The key is derived from the secrets key and the job
-//! id (HMAC), so a deployer that resumes the job computes the same one without it being stored.
-//! Behind [`Smoke`] so the pipeline's own tests run it against a fake.
+//! The smoke test of step 4: the worker's whole surface (`tools/list`, `resources/list`,
+//! `resources/templates/list`, `prompts/list`, every page) over MCP streamable HTTP, read as an
+//! ordinary caller with a per-job key, from a canary and (for the surface review) from a
+//! stable worker. The key is derived from the secrets key and the job id (HMAC), so a deployer
+//! that resumes the job computes the same one without it being stored. Behind [`Smoke`] so the
+//! pipeline's own tests run it against a fake.
 
 use std::time::Duration;
 
-/// Lists the tools a canary offers an ordinary MCP caller.
+use ramen_surface::Surface;
+
+/// Reads what a worker offers an ordinary MCP caller.
 #[async_trait::async_trait]
 pub trait Smoke: Send + Sync + 'static {
-    /// The tool names the worker at `address` (`host:port`) lists to a caller holding `key`.
-    async fn tools_list(
-        &self,
-        address: &str,
-        key: &str,
-        timeout: Duration,
-    ) -> Result<Vec<String>, String>;
+    /// What the worker at `address` (`host:port`) lists to a caller holding `key`.
+    async fn surface(&self, address: &str, key: &str, timeout: Duration)
+    -> Result<Surface, String>;
 }
 
 /// The real one: MCP streamable HTTP, revision 2025-11-25, as any client would.
@@ -22,13 +22,13 @@ pub struct HttpSmoke;
 
 #[async_trait::async_trait]
 impl Smoke for HttpSmoke {
-    async fn tools_list(
+    async fn surface(
         &self,
         address: &str,
         key: &str,
         timeout: Duration,
-    ) -> Result<Vec<String>, String> {
-        tools_list(address, key, timeout).await
+    ) -> Result<Surface, String> {
+        surface(address, key, timeout).await
     }
 }
 
@@ -53,6 +53,24 @@ pub async fn tools_list(
     key: &str,
     timeout: Duration,
 ) -> Result<Vec<String>, String> {
+    let surface = surface(address, key, timeout).await?;
+    Ok(surface.names(ramen_surface::Kind::Tool).map(str::to_owned).collect())
+}
+
+/// The lists of a surface: method, the result's field, and the capability that offers it
+/// (a server without the capability answers "method not found", so it is not asked).
+const LISTS: [(&str, &str, &str); 4] = [
+    ("tools/list", "tools", "tools"),
+    ("resources/list", "resources", "resources"),
+    ("resources/templates/list", "resourceTemplates", "resources"),
+    ("prompts/list", "prompts", "prompts"),
+];
+
+/// Pages past this many are refused: a server whose cursor never ends is broken.
+const MAX_PAGES: usize = 100;
+
+/// The whole surface the worker at `address` (`host:port`) lists to a caller holding `key`.
+pub async fn surface(address: &str, key: &str, timeout: Duration) -> Result<Surface, String> {
     let http = reqwest::Client::builder()
         .no_proxy()
         .timeout(timeout)
@@ -66,6 +84,7 @@ pub async fn tools_list(
     if answer.get("error").is_some() {
         return Err(format!("initialize answered an error: {}", answer["error"]));
     }
+    let capabilities = answer["result"]["capabilities"].clone();
     let session = session.ok_or("initialize answered without an Mcp-Session-Id")?;
     post(
         &http,
@@ -75,21 +94,32 @@ pub async fn tools_list(
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     )
     .await?;
-    let mut names = Vec::new();
-    let mut cursor: Option<String> = None;
-    for page in 1.. {
-        let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        let request =
-            json!({"jsonrpc": "2.0", "id": page, "method": "tools/list", "params": params});
-        let (_, answer) = post(&http, &url, key, Some(&session), &request).await?;
-        let Some(result) = answer.get("result") else {
-            return Err(format!("tools/list answered {answer}"));
-        };
-        let tools = result["tools"].as_array().ok_or("tools/list result has no `tools` list")?;
-        names.extend(tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)));
-        cursor = result["nextCursor"].as_str().map(str::to_owned);
-        if cursor.is_none() || page > 100 {
-            break;
+    let mut lists: [Vec<Value>; 4] = Default::default();
+    let mut id = 0;
+    for ((method, field, capability), items) in LISTS.iter().zip(lists.iter_mut()) {
+        if capabilities.get(capability).is_none() {
+            continue;
+        }
+        let mut cursor: Option<String> = None;
+        for page in 1..=MAX_PAGES + 1 {
+            if page > MAX_PAGES {
+                return Err(format!("{method} still had a next page after {MAX_PAGES} pages"));
+            }
+            id += 1;
+            let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({"cursor": c}));
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            let (_, answer) = post(&http, &url, key, Some(&session), &request).await?;
+            let Some(result) = answer.get("result") else {
+                return Err(format!("{method} answered {answer}"));
+            };
+            let page_items = result[field]
+                .as_array()
+                .ok_or_else(|| format!("{method} result has no `{field}` list"))?;
+            items.extend(page_items.iter().cloned());
+            cursor = result["nextCursor"].as_str().map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
         }
     }
     let _ = http
@@ -98,7 +128,8 @@ pub async fn tools_list(
         .header("mcp-session-id", &session)
         .send()
         .await;
-    Ok(names)
+    let [tools, resources, templates, prompts] = &lists;
+    Surface::from_lists(tools, resources, templates, prompts)
 }
 
 async fn post(

@@ -325,14 +325,14 @@ async fn a_double_submitted_deploy_is_one_job() {
     assert_eq!(refused.code(), tonic::Code::FailedPrecondition);
     assert!(refused.message().contains(&first.job_id), "{}", refused.message());
 
-    // The work item itself is deduplicated by JetStream (job id = Nats-Msg-Id).
+    // The work item itself is deduplicated by JetStream (`<job id>.<claim>` = Nats-Msg-Id).
     let work = DeployWork {
         job_id: first.job_id.clone(),
         group: "team".into(),
         environment: "prod".into(),
         ..Default::default()
     };
-    let options = ramen_bus::PublishOptions::with_msg_id(first.job_id.clone());
+    let options = ramen_bus::PublishOptions::with_msg_id(format!("{}.0", first.job_id));
     let ack = world
         .observer
         .publish(&ramen_service::subject::<DeployWork>(), &work, options)

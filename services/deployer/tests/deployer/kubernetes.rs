@@ -73,6 +73,8 @@ async fn gcp_zone_and_group(world: &World, client: &DeployerClient, repo: &Repo)
         group: "team".into(),
         name: "prod".into(),
         zones: vec!["eu1".into()],
+        // The second deploy adds a tool; the review has its own tests (review.rs).
+        surface_changes: pb::SurfaceChanges::Allow as i32,
         ..Default::default()
     };
     client.clone().create_environment(as_actor(&world.admin, env)).await.expect("environment");

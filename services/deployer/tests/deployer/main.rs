@@ -17,3 +17,4 @@ mod kubernetes;
 mod links;
 mod pipeline;
 mod ports;
+mod review;

@@ -28,14 +28,15 @@ struct FakeSmoke {
 
 #[async_trait::async_trait]
 impl Smoke for FakeSmoke {
-    async fn tools_list(
+    async fn surface(
         &self,
         address: &str,
         key: &str,
         _timeout: Duration,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<ramen_surface::Surface, String> {
         self.asked.lock().push((address.to_owned(), key.to_owned()));
-        Ok(vec!["notes.add".into()])
+        let tool = serde_json::json!({"name": "notes.add", "inputSchema": {"type": "object"}});
+        ramen_surface::Surface::from_lists(&[tool], &[], &[], &[])
     }
 }
 
@@ -200,7 +201,12 @@ async fn each_step_asks_its_port_once_and_nothing_is_loaded_twice() {
             Some(&1),
             "{calls:?}"
         );
-        assert_eq!(calls.get(&FakeZones::admin_address("team", zone, stable)), None, "{calls:?}");
+        // Stable's status only says whether it serves a commit to compare surfaces with.
+        assert_eq!(
+            calls.get(&FakeZones::admin_address("team", zone, stable)),
+            Some(&1),
+            "{calls:?}"
+        );
     }
     let asked = fakes.smoke.asked.lock().clone();
     assert_eq!(asked.len(), 2, "{asked:?}");

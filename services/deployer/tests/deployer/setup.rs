@@ -7,7 +7,9 @@ use ramen_proto::deployer::v1::deployer_service_client::DeployerServiceClient;
 
 use crate::support::{MINUTE, World, as_actor, job_when, terminal};
 
-/// Zones created, group `group` on `repo_url`, environment `prod` on `zones` at `main`.
+/// Zones created, group `group` on `repo_url`, environment `prod` on `zones` at `main`, which
+/// lets surface changes through (the pipeline's tests change tools between deploys; the review
+/// has its own tests, `review.rs`).
 pub async fn group_env(
     world: &World,
     client: &DeployerServiceClient<AsGateway>,
@@ -29,6 +31,7 @@ pub async fn group_env(
         group: group.into(),
         name: "prod".into(),
         zones: zones.iter().map(|z| (*z).to_owned()).collect(),
+        surface_changes: pb::SurfaceChanges::Allow as i32,
         ..Default::default()
     };
     client

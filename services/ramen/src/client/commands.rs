@@ -59,14 +59,19 @@ pub enum ClientCommand {
         #[arg(long)]
         wait: bool,
     },
-    /// Deploy jobs of a group (or one job with its steps).
+    /// Deploy jobs of a group (or one job with its steps); `approve` / `reject` decide the
+    /// surface review a job waits on.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Jobs {
-        #[arg(long, short, env = "RAMEN_GROUP")]
-        group: String,
+        /// Required unless a subcommand takes it (`None` only then).
+        #[arg(long, short, env = "RAMEN_GROUP", required = true)]
+        group: Option<String>,
         job: Option<String>,
         /// Cancel the job.
         #[arg(long, requires = "job")]
         cancel: bool,
+        #[command(subcommand)]
+        review: Option<ReviewCmd>,
     },
     /// MCP keys of a group.
     #[command(subcommand)]
@@ -125,6 +130,28 @@ pub enum ClientCommand {
     },
 }
 
+/// A decision on the surface change a deploy job waits on (state `review`).
+#[derive(Subcommand, Debug)]
+pub enum ReviewCmd {
+    /// Approve: stable takes the canary's surface.
+    Approve {
+        job: String,
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        /// Why; kept with the decision and in the audit log.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Reject: the canary scales to zero; stable stays as it is.
+    Reject {
+        job: String,
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
 #[derive(Subcommand, Debug)]
 pub enum ZoneCmd {
     Create {
@@ -172,6 +199,19 @@ pub enum EnvCmd {
         zones: Vec<String>,
         #[arg(long)]
         verbose: bool,
+        /// `review`: a deploy that changes the tool surface waits for a group admin;
+        /// `allow`: the change is logged. Default: `review` for `prod`, `allow` otherwise.
+        #[arg(long, value_parser = ["allow", "review"])]
+        surface_changes: Option<String>,
+    },
+    /// Show or set whether a deploy that changes the tool surface (names, descriptions,
+    /// schemas) waits for a group admin's review (`review`) or only logs it (`allow`).
+    SurfaceChanges {
+        name: String,
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(value_parser = ["allow", "review"])]
+        setting: Option<String>,
     },
     /// Environments of a group, or of every group you belong to.
     List {
@@ -281,8 +321,12 @@ pub async fn run(command: ClientCommand, common: Common) -> Outcome<()> {
         ClientCommand::Deploy { environment, group, git_ref, wait } => {
             deploy::start(&mut api, &group, &environment, git_ref, wait, json).await
         }
-        ClientCommand::Jobs { group, job, cancel } => {
+        ClientCommand::Jobs { review: Some(review), .. } => decide(&mut api, review, json).await,
+        ClientCommand::Jobs { group: Some(group), job, cancel, review: None } => {
             jobs(&mut api, &group, job, cancel, json).await
+        }
+        ClientCommand::Jobs { group: None, review: None, .. } => {
+            Err(Failure::new(exit::USAGE, "a group is required: --group or RAMEN_GROUP"))
         }
         ClientCommand::Keys(cmd) => keys(&mut api, cmd, json).await,
         ClientCommand::Secrets(cmd) => secrets(&mut api, cmd, json).await,
@@ -423,9 +467,9 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
         "last_deploy.error",
     ];
     match cmd {
-        EnvCmd::Create { name, group, git_ref, zones, verbose } => {
-            let body =
-                json!({ "name": name, "git_ref": git_ref, "zones": zones, "verbose": verbose });
+        EnvCmd::Create { name, group, git_ref, zones, verbose, surface_changes } => {
+            let body = json!({ "name": name, "git_ref": git_ref, "zones": zones,
+                "verbose": verbose, "surface_changes": surface_changes });
             print(
                 &api.call(Method::POST, &format!("/api/groups/{group}/environments"), Some(&body))
                     .await?,
@@ -439,6 +483,17 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
                 |g| format!("/api/groups/{g}/environments"),
             );
             print(&api.call(Method::GET, &path, None).await?, json, COLUMNS);
+        }
+        EnvCmd::SurfaceChanges { name, group, setting } => {
+            let path = format!("/api/groups/{group}/environments/{name}");
+            let env = match setting {
+                Some(setting) => {
+                    let body = json!({ "surface_changes": setting });
+                    api.call(Method::PATCH, &path, Some(&body)).await?
+                }
+                None => api.call(Method::GET, &path, None).await?,
+            };
+            print(&env, json, &["group", "name", "surface_changes"]);
         }
         EnvCmd::Delete { name, group } => {
             api.call(Method::DELETE, &format!("/api/groups/{group}/environments/{name}"), None)
@@ -603,6 +658,29 @@ async fn jobs(
                 &["id", "environment", "git_ref", "commit", "state", "created_at", "error"],
             );
         }
+    }
+    Ok(())
+}
+
+async fn decide(api: &mut Api, cmd: ReviewCmd, json: bool) -> Outcome<()> {
+    let (verb, job, group, reason) = match cmd {
+        ReviewCmd::Approve { job, group, reason } => ("approve", job, group, reason),
+        ReviewCmd::Reject { job, group, reason } => ("reject", job, group, reason),
+    };
+    let body = json!({ "reason": reason.unwrap_or_default() });
+    let path = format!("/api/groups/{group}/jobs/{job}/{verb}");
+    let job = api.call(Method::POST, &path, Some(&body)).await?;
+    if json {
+        print(&job, true, &[]);
+    } else {
+        let decision = job["review"]["decision"].as_str().unwrap_or_default();
+        say(
+            false,
+            &format!(
+                "job {}: review {decision}; the deploy goes on",
+                job["id"].as_str().unwrap_or_default()
+            ),
+        );
     }
     Ok(())
 }
