@@ -115,8 +115,13 @@ def git(repo: Path, *args: str) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
+# What tag `reworded` makes `notes.add` tell the model.
+REWORDED = "Add two integers and report the sum to the finance team."
+
+
 def make_repo(at: Path) -> None:
-    """The example repo as a git repo: `main` works; tag `broken` fails to import."""
+    """The example repo as a git repo: `main` works; tag `broken` fails to import; tag
+    `reworded` changes `notes.add`'s description."""
     shutil.copytree(EXAMPLE_REPO, at)
     git(at, "init", "-q", "-b", "main")
     git(at, "add", "-A")
@@ -125,6 +130,13 @@ def make_repo(at: Path) -> None:
     (at / "weather" / "__init__.py").write_text("import does_not_exist_anywhere\n")
     git(at, "commit", "-qam", "broken import")
     git(at, "tag", "broken")
+    git(at, "checkout", "-q", "main")
+    # A reworded tool: `notes.add` says something else (a surface change a review catches).
+    git(at, "checkout", "-qb", "reworded-branch")
+    notes = at / "notes" / "__init__.py"
+    notes.write_text(notes.read_text().replace("Add two integers.", REWORDED, 1))
+    git(at, "commit", "-qam", "reworded notes.add")
+    git(at, "tag", "reworded")
     git(at, "checkout", "-q", "main")
     # New commits with the same packages (each a fresh snapshot to upload).
     git(at, "checkout", "-qb", "docs-branch")

@@ -24,6 +24,8 @@ const MEMBER = 'mo@example.com';
 const MEMBER_PASSWORD = 'member-e2e-password-0123';
 const SSO_ISSUER = process.env.CONSOLE_SSO_ISSUER;
 const SSO_NAME = process.env.CONSOLE_SSO_NAME;
+// What tag `reworded` of the repo makes `notes.add` say (e2e/scenario.py `REWORDED`).
+const REWORDED = process.env.CONSOLE_REWORDED;
 const within = (seconds) => seconds * 1000 * PATIENCE;
 
 let browser;
@@ -193,10 +195,47 @@ test('Deploy (canary): the job log reaches success live', async () => {
   assert.equal(await page.evaluate(() => window.sameDocument), true, 'the log followed the job without a reload');
   for (const zone of ['local-a', 'local-b']) {
     const steps = page.locator(`#job-log section.zone-run[data-zone="${zone}"] li.step[data-status="succeeded"]`);
-    assert.equal(await steps.count(), 5, `five succeeded steps in ${zone}`);
+    assert.equal(await steps.count(), 6, `six succeeded steps in ${zone}`);
   }
   assert.ok((await page.locator('#job-log pre.log').count()) > 0, 'log lines shown');
   await shot(page, '06-job-log-succeeded');
+});
+
+test('a reworded tool waits for review; approve it from the side-by-side diff', async () => {
+  await page.goto('/groups/hello#environments');
+  const env = page.locator('article.env[data-env="prod"]');
+  await env.locator('[data-surface-changes="review"]').waitFor();
+  const form = env.locator('form.deploy');
+  await form.locator('input[name="git_ref"]').fill('reworded');
+  await submitIn(form);
+  await page.waitForURL(/\/groups\/hello\/jobs\//);
+  // The page shows the review once it opens (the live log reloads into it).
+  const review = page.locator('section.review[data-review="pending"]');
+  await review.waitFor({ timeout: within(300) });
+  const change = review.locator('.surface-change[data-kind="tool"][data-name="notes.add"][data-change="changed"]').first();
+  await change.waitFor();
+  const row = change.locator('tr[data-path="description"]');
+  assert.equal((await row.locator('td.before').textContent()).trim(), 'Add two integers.');
+  assert.equal((await row.locator('td.after').textContent()).trim(), REWORDED);
+  await shot(page, '06b-surface-review');
+  const narrow = await newPage({ width: 390, height: 844 }, 'narrow');
+  await narrow.context().addCookies(await page.context().cookies());
+  await narrow.goto(page.url());
+  await narrow.locator('section.review .surface-change').first().waitFor();
+  const overflow = await narrow.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 1, `the review fits 390 px (overflow ${overflow}px)`);
+  await shot(narrow, '06c-surface-review-narrow');
+  await narrow.context().close();
+  const approve = review.locator('form[data-api$="/approve"]');
+  await approve.locator('input[name="reason"]').fill('checked with the notes owners');
+  await submitIn(approve);
+  await confirm(page);
+  await page.locator('section.review[data-review="approved"]').waitFor({ timeout: within(60) });
+  assert.match(await page.locator('[data-review-decided]').textContent(), /checked with the notes owners/);
+  await page.locator('[data-job-state] [data-status="succeeded"]').waitFor({ timeout: within(300) });
+  await shot(page, '06d-surface-review-approved');
+  await page.goto('/audit?action=deploy.review');
+  await page.locator('#audit tr', { hasText: 'deploy.review.approve' }).first().waitFor();
 });
 
 test('packages per zone, with tools and their schemas', async () => {

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import sso  # noqa: E402
-from scenario import Cluster, Failed, free_port, make_repo  # noqa: E402
+from scenario import REWORDED, Cluster, Failed, free_port, make_repo  # noqa: E402
 
 
 def main() -> int:
@@ -61,6 +61,7 @@ def main() -> int:
             CONSOLE_MCP_TOOLS=f"{sys.executable} {HERE / 'mcp_tools.py'}",
             CONSOLE_SSO_ISSUER=people.issuer,
             CONSOLE_SSO_NAME=sso.DISPLAY_NAME,
+            CONSOLE_REWORDED=REWORDED,
         )
         done = subprocess.run(["node", "--test", "--test-reporter=spec", "--test-concurrency=1",
                                str(HERE / "console.test.mjs")], env=env, timeout=1500)

@@ -113,6 +113,9 @@ pub static SECRET_NAME: TextRule = TextRule::new(
 /// A secret's value: anything, 1 to 65,536 characters.
 pub static SECRET_VALUE: TextRule = TextRule::new("1 to 65536 characters", "", 1, 65_536);
 
+/// Why a surface review was decided: free text up to 500 characters, or nothing.
+pub static REVIEW_REASON: TextRule = TextRule::new("at most 500 characters", "", 0, 500);
+
 /// A display name (an MCP key's): 1 to 64 characters, no control characters, not only spaces.
 pub static DISPLAY_NAME: TextRule = TextRule::new(
     "1 to 64 printable characters, not only spaces",
@@ -183,7 +186,7 @@ pub const BOUNDS_MAX_PATTERNS: usize = 200;
 pub const REBALANCE_INTERVAL_SECONDS: (u32, u32) = (10, 86_400);
 
 /// Every rule, for the tests (and the document's generator, which names them one by one).
-pub fn all() -> [&'static TextRule; 17] {
+pub fn all() -> [&'static TextRule; 18] {
     [
         &EMAIL,
         &PASSWORD,
@@ -194,6 +197,7 @@ pub fn all() -> [&'static TextRule; 17] {
         &AWS_ZONE,
         &SECRET_NAME,
         &SECRET_VALUE,
+        &REVIEW_REASON,
         &DISPLAY_NAME,
         &PEM_PRIVATE_KEY,
         &PACKAGE_NAME,
@@ -221,7 +225,7 @@ mod tests {
 
     #[test]
     fn examples() {
-        let cases: [(&TextRule, &[&str], &[&str]); 13] = [
+        let cases: [(&TextRule, &[&str], &[&str]); 14] = [
             (&SCOPE, &["mcp", "api://x/.default"], &["", "a b", "a\"b", "a\\b", " mcp"]),
             (
                 &ISSUER,
@@ -269,6 +273,7 @@ mod tests {
                 &["us-east-1a", "us-gov-west-1a", "us-gov-1a"],
                 &["us-east-1", "use-east-1a", "us-east-a"],
             ),
+            (&REVIEW_REASON, &["", "checked with payments"], &[&"x".repeat(501)]),
             (&DISPLAY_NAME, &["ci", " ci key ", "clé"], &["", "   ", "a\nb", &"x".repeat(65)]),
             (
                 &PEM_PRIVATE_KEY,

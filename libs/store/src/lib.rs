@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 pub use embedded::{EmbeddedStore, FILE_NAME as EMBEDDED_FILE_NAME};
 pub use error::StoreError;
-pub use model::{CollectionSpec, IndexSpec, Stored};
+pub use model::{CollectionSpec, Expiry, IndexSpec, Stored};
 pub use mongo::MongoStore;
 pub use port::DocumentStore;
 pub use query::{Condition, Filter, Op, Order, Query};

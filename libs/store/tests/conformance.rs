@@ -23,6 +23,11 @@ macro_rules! conformance {
             async fn second_open_is_refused_clearly() -> anyhow::Result<()> {
                 crate::suite::durability::second_open_is_refused_clearly().await
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn expired_documents_are_purged() -> anyhow::Result<()> {
+                crate::suite::expiry::the_embedded_store_purges_expired_documents().await
+            }
         }
 
         mod mongo {
@@ -56,4 +61,6 @@ conformance! {
     concurrency::concurrent_modify_counts_exactly,
     concurrency::typed_collection,
     concurrency::collections_are_listed,
+    expiry::expired_documents_are_gone_for_reads_and_writes,
+    expiry::a_retention_is_checked,
 }

@@ -25,7 +25,12 @@ pub const FILE_NAME: &str = "ramen-store.redb";
 #[derive(Clone)]
 pub struct EmbeddedStore {
     file: Arc<StoreFile>,
+    /// When each collection's expired documents were last purged (see `purge_if_due`).
+    purged: Arc<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>>,
 }
+
+/// How often a written collection's expired documents are deleted at most.
+const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl std::fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,11 +66,37 @@ impl EmbeddedStore {
         .await
         .map_err(|e| StoreError::Backend(format!("opening the store panicked: {e}")))??;
         tracing::debug!(path = %path.display(), "embedded store open");
-        Ok(Self { file: Arc::new(StoreFile::new(path, db)) })
+        Ok(Self { file: Arc::new(StoreFile::new(path, db)), purged: Arc::default() })
     }
 
     pub fn path(&self) -> &Path {
         &self.file.path
+    }
+
+    /// Deletes a collection's expired documents now; how many.
+    pub async fn purge_expired(&self, coll: &str) -> Result<u64, StoreError> {
+        check_collection(coll)?;
+        let coll = coll.to_owned();
+        self.blocking(move |db| write::purge_expired(db, &coll)).await
+    }
+
+    /// After a write: the collection's expired documents go, at most once a minute. Reads
+    /// never return them meanwhile, so a failed purge only delays reclaiming their space.
+    async fn purge_if_due(&self, coll: &str) {
+        let due = {
+            let mut purged = self.purged.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = std::time::Instant::now();
+            match purged.get(coll) {
+                Some(last) if now.duration_since(*last) < PURGE_EVERY => false,
+                _ => {
+                    purged.insert(coll.to_owned(), now);
+                    true
+                }
+            }
+        };
+        if due && let Err(err) = self.purge_expired(coll).await {
+            tracing::warn!(collection = %coll, error = %err, "expired documents not purged");
+        }
     }
 
     /// Runs `work` on the blocking pool with the database.
@@ -165,13 +196,20 @@ fn owned_doc(coll: &str, id: &str, doc: &Value) -> Result<(String, String, Value
 impl DocumentStore for EmbeddedStore {
     async fn ensure_collection(&self, spec: &CollectionSpec) -> Result<(), StoreError> {
         spec.validate()?;
-        let spec = spec.clone();
-        self.blocking(move |db| schema::ensure_collection(db, &spec)).await
+        let owned = spec.clone();
+        self.blocking(move |db| schema::ensure_collection(db, &owned)).await?;
+        if spec.expiry.is_some() {
+            self.purge_expired(&spec.name).await?;
+        }
+        Ok(())
     }
 
     async fn insert(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
         let (coll, id, doc) = owned_doc(coll, id, doc)?;
-        self.blocking(move |db| write::insert(db, &coll, &id, &doc)).await
+        let name = coll.clone();
+        let version = self.blocking(move |db| write::insert(db, &coll, &id, &doc)).await?;
+        self.purge_if_due(&name).await;
+        Ok(version)
     }
 
     async fn get(&self, coll: &str, id: &str) -> Result<Option<Stored>, StoreError> {
@@ -192,7 +230,10 @@ impl DocumentStore for EmbeddedStore {
 
     async fn put(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
         let (coll, id, doc) = owned_doc(coll, id, doc)?;
-        self.blocking(move |db| write::put(db, &coll, &id, &doc)).await
+        let name = coll.clone();
+        let version = self.blocking(move |db| write::put(db, &coll, &id, &doc)).await?;
+        self.purge_if_due(&name).await;
+        Ok(version)
     }
 
     async fn delete(

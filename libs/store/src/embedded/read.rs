@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::eval;
 use super::tables::{self, DocTable};
+use crate::model::now_ms;
 use crate::{Filter, Query, StoreError, Stored};
 
 pub(super) fn get(db: &Database, coll: &str, id: &str) -> Result<Option<Stored>, StoreError> {
@@ -16,6 +17,9 @@ pub(super) fn get(db: &Database, coll: &str, id: &str) -> Result<Option<Stored>,
     };
     let Some(raw) = docs.get(id)? else { return Ok(None) };
     let (version, doc) = tables::decode(id, raw.value())?;
+    if tables::read_expiry(&txn, coll)?.is_some_and(|e| e.expired(&doc, now_ms())) {
+        return Ok(None);
+    }
     Ok(Some(Stored { id: id.to_owned(), version, doc }))
 }
 
@@ -26,11 +30,16 @@ fn scan(db: &Database, coll: &str, filter: &Filter) -> Result<Vec<Stored>, Store
     let Some(docs) = tables::missing_is_empty(txn.open_table(DocTable::new(&name)))? else {
         return Ok(Vec::new());
     };
+    let expiry = tables::read_expiry(&txn, coll)?;
+    let now = now_ms();
     let mut out = Vec::new();
     for entry in docs.iter()? {
         let (id, raw) = entry?;
         let id = id.value();
         let (version, doc) = tables::decode(id, raw.value())?;
+        if expiry.as_ref().is_some_and(|e| e.expired(&doc, now)) {
+            continue;
+        }
         if eval::matches(filter, &Value::String(id.to_owned()), &doc) {
             out.push(Stored { id: id.to_owned(), version, doc });
         }

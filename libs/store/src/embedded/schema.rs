@@ -60,6 +60,16 @@ pub(super) fn ensure_collection(db: &Database, spec: &CollectionSpec) -> Result<
             meta.indexes.push(index.clone());
         }
     }
+    if spec.expiry.is_some() {
+        if !meta.unique.is_empty() {
+            return Err(StoreError::index_conflict(
+                coll,
+                "expiry",
+                "a collection with unique indexes cannot take a retention",
+            ));
+        }
+        meta.expiry.clone_from(&spec.expiry);
+    }
     tables::save_meta(&txn, coll, &meta)?;
     txn.commit()?;
     Ok(())

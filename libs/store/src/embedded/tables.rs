@@ -5,11 +5,11 @@
 //!
 //! Collection and index names cannot hold `:` (see `validate`), so names never collide.
 
-use redb::{ReadableTable, TableDefinition, TableError, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{IndexSpec, StoreError};
+use crate::{Expiry, IndexSpec, StoreError};
 
 pub(super) const DOC_PREFIX: &str = "doc:";
 pub(super) type DocTable<'a> = TableDefinition<'a, &'static str, &'static [u8]>;
@@ -24,11 +24,22 @@ pub(super) fn unique_table_name(coll: &str, index: &str) -> String {
     format!("uniq:{coll}:{index}")
 }
 
-/// The indexes ensured on one collection.
+/// The indexes and retention ensured on one collection.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(super) struct CollectionMeta {
     pub unique: Vec<IndexSpec>,
     pub indexes: Vec<IndexSpec>,
+    #[serde(default)]
+    pub expiry: Option<Expiry>,
+}
+
+/// The collection's retention, read in a read transaction.
+pub(super) fn read_expiry(txn: &ReadTransaction, coll: &str) -> Result<Option<Expiry>, StoreError> {
+    let Some(table) = missing_is_empty(txn.open_table(META))? else { return Ok(None) };
+    let Some(raw) = table.get(coll)? else { return Ok(None) };
+    let meta: CollectionMeta = serde_json::from_slice(raw.value())
+        .map_err(|e| StoreError::Corrupt(format!("index metadata of `{coll}`: {e}")))?;
+    Ok(meta.expiry)
 }
 
 pub(super) fn load_meta(txn: &WriteTransaction, coll: &str) -> Result<CollectionMeta, StoreError> {

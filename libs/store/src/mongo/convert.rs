@@ -11,6 +11,9 @@ use crate::{Condition, Filter, IndexSpec, Op, Order, StoreError, Stored};
 
 pub(super) const ID: &str = "_id";
 pub(super) const VERSION: &str = "_v";
+/// A collection with a retention: the document's time as a BSON date, which MongoDB's TTL
+/// index needs (the body keeps its own number). Never returned.
+pub(super) const EXPIRES: &str = "_expires";
 
 pub(super) fn to_bson(value: &Value) -> Bson {
     match value {
@@ -49,13 +52,37 @@ pub(super) fn i64_version(version: u64) -> i64 {
     i64::try_from(version).unwrap_or(i64::MAX)
 }
 
-/// The stored form: `_id`, `_v`, then the body's fields.
-pub(super) fn to_document(id: &str, version: u64, doc: &Value) -> Document {
+/// The stored form: `_id`, `_v`, the time a retention counts from, then the body's fields.
+pub(super) fn to_document(
+    id: &str,
+    version: u64,
+    doc: &Value,
+    expiry: Option<&crate::Expiry>,
+) -> Document {
     let mut out = doc! { ID: id, VERSION: i64_version(version) };
+    if let Some(at) = expiry.and_then(|e| e.time_ms(doc)) {
+        out.insert(EXPIRES, mongodb::bson::DateTime::from_millis(at));
+    }
     if let Value::Object(map) = doc {
         out.extend(map.iter().map(|(k, v)| (k.clone(), to_bson(v))));
     }
     out
+}
+
+/// Documents a retention has not expired yet (the TTL monitor deletes the others within a
+/// minute or so; reads must not see them meanwhile).
+pub(super) fn live(expiry: &crate::Expiry, now_ms: i64) -> Document {
+    let cutoff = mongodb::bson::DateTime::from_millis(expiry.cutoff_ms(now_ms));
+    doc! { "$or": [ { EXPIRES: { "$exists": false } }, { EXPIRES: { "$gt": cutoff } } ] }
+}
+
+/// `filter` restricted to what `live` keeps.
+pub(super) fn and_live(filter: Document, expiry: Option<&crate::Expiry>, now_ms: i64) -> Document {
+    match expiry {
+        None => filter,
+        Some(e) if filter.is_empty() => live(e, now_ms),
+        Some(e) => doc! { "$and": [ filter, live(e, now_ms) ] },
+    }
 }
 
 pub(super) fn version_of(stored: &Document) -> Result<u64, StoreError> {
@@ -77,6 +104,7 @@ pub(super) fn from_document(mut stored: Document) -> Result<Stored, StoreError> 
         }
     };
     stored.remove(VERSION);
+    stored.remove(EXPIRES);
     let doc: Map<String, Value> = stored.into_iter().map(|(k, v)| (k, to_json(v))).collect();
     Ok(Stored { id, version, doc: Value::Object(doc) })
 }

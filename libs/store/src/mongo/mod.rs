@@ -12,14 +12,18 @@ use mongodb::options::IndexOptions;
 use mongodb::{Client, Database, IndexModel};
 use serde_json::Value;
 
+use crate::model::now_ms;
 use crate::validate::{check_collection, check_document, check_id};
-use crate::{CollectionSpec, DocumentStore, Filter, IndexSpec, Query, StoreError, Stored};
-use convert::{ID, filter_doc, from_document, sort_doc};
+use crate::{CollectionSpec, DocumentStore, Expiry, Filter, IndexSpec, Query, StoreError, Stored};
+use convert::{EXPIRES, ID, and_live, filter_doc, from_document, sort_doc};
 
 /// The MongoDB store. Cheap to clone (the driver's client is a shared pool).
 #[derive(Clone, Debug)]
 pub struct MongoStore {
     db: Database,
+    /// The retention of each collection ensured by this process (writes stamp the time it
+    /// counts from; reads leave expired documents out).
+    expiries: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<String, Expiry>>>,
 }
 
 impl MongoStore {
@@ -34,11 +38,16 @@ impl MongoStore {
             });
         }
         let client = Client::with_uri_str(uri).await.map_err(error::map)?;
-        Ok(Self { db: client.database(db) })
+        Ok(Self { db: client.database(db), expiries: Default::default() })
     }
 
     pub fn database(&self) -> &Database {
         &self.db
+    }
+
+    fn expiry(&self, coll: &str) -> Option<Expiry> {
+        let expiries = self.expiries.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        expiries.get(coll).cloned()
     }
 
     fn coll(&self, name: &str) -> Result<mongodb::Collection<Document>, StoreError> {
@@ -84,18 +93,37 @@ impl DocumentStore for MongoStore {
         for index in &spec.indexes {
             self.create_index(&coll, index, false).await?;
         }
+        if let Some(expiry) = &spec.expiry {
+            let name = format!("ttl_{}", expiry.field.replace('.', "_"));
+            let options = IndexOptions::builder()
+                .name(name.clone())
+                .expire_after(std::time::Duration::from_secs(expiry.after_seconds))
+                .build();
+            let model = IndexModel::builder().keys(doc! { EXPIRES: 1 }).options(options).build();
+            coll.create_index(model)
+                .await
+                .map(drop)
+                .map_err(|e| error::map_index(e, coll.name(), &name))?;
+            let mut expiries =
+                self.expiries.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            expiries.insert(spec.name.clone(), expiry.clone());
+        }
         Ok(())
     }
 
     async fn insert(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
         check_document(doc)?;
         check_id(id)?;
-        writes::insert(&self.coll(coll)?, id, doc).await
+        let expiry = self.expiry(coll);
+        let coll = self.coll(coll)?;
+        writes::clear_expired(&coll, id, expiry.as_ref(), now_ms()).await?;
+        writes::insert(&coll, id, doc, expiry.as_ref()).await
     }
 
     async fn get(&self, coll: &str, id: &str) -> Result<Option<Stored>, StoreError> {
         check_id(id)?;
-        let found = self.coll(coll)?.find_one(doc! { ID: id }).await.map_err(error::map)?;
+        let filter = and_live(doc! { ID: id }, self.expiry(coll).as_ref(), now_ms());
+        let found = self.coll(coll)?.find_one(filter).await.map_err(error::map)?;
         found.map(from_document).transpose()
     }
 
@@ -108,13 +136,19 @@ impl DocumentStore for MongoStore {
     ) -> Result<u64, StoreError> {
         check_document(doc)?;
         check_id(id)?;
-        writes::update(&self.coll(coll)?, id, expected, doc).await
+        let expiry = self.expiry(coll);
+        let coll = self.coll(coll)?;
+        writes::clear_expired(&coll, id, expiry.as_ref(), now_ms()).await?;
+        writes::update(&coll, id, expected, doc, expiry.as_ref()).await
     }
 
     async fn put(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
         check_document(doc)?;
         check_id(id)?;
-        writes::put(&self.coll(coll)?, id, doc).await
+        let expiry = self.expiry(coll);
+        let coll = self.coll(coll)?;
+        writes::clear_expired(&coll, id, expiry.as_ref(), now_ms()).await?;
+        writes::put(&coll, id, doc, expiry.as_ref()).await
     }
 
     async fn delete(
@@ -124,17 +158,21 @@ impl DocumentStore for MongoStore {
         expected: Option<u64>,
     ) -> Result<bool, StoreError> {
         check_id(id)?;
-        writes::delete(&self.coll(coll)?, id, expected).await
+        let expiry = self.expiry(coll);
+        let coll = self.coll(coll)?;
+        writes::clear_expired(&coll, id, expiry.as_ref(), now_ms()).await?;
+        writes::delete(&coll, id, expected).await
     }
 
     async fn find(&self, coll: &str, query: &Query) -> Result<Vec<Stored>, StoreError> {
         query.validate()?;
+        let filter = and_live(filter_doc(&query.filter), self.expiry(coll).as_ref(), now_ms());
         let coll = self.coll(coll)?;
         // MongoDB reads limit 0 as "no limit".
         if query.limit == Some(0) {
             return Ok(Vec::new());
         }
-        let mut find = coll.find(filter_doc(&query.filter)).sort(sort_doc(&query.sort));
+        let mut find = coll.find(filter).sort(sort_doc(&query.sort));
         if query.skip > 0 {
             find = find.skip(query.skip);
         }
@@ -148,14 +186,16 @@ impl DocumentStore for MongoStore {
 
     async fn count(&self, coll: &str, filter: &Filter) -> Result<u64, StoreError> {
         filter.validate()?;
+        let filter = and_live(filter_doc(filter), self.expiry(coll).as_ref(), now_ms());
         let coll = self.coll(coll)?;
-        coll.count_documents(filter_doc(filter)).await.map_err(error::map)
+        coll.count_documents(filter).await.map_err(error::map)
     }
 
     async fn delete_many(&self, coll: &str, filter: &Filter) -> Result<u64, StoreError> {
         filter.validate()?;
+        let filter = and_live(filter_doc(filter), self.expiry(coll).as_ref(), now_ms());
         let coll = self.coll(coll)?;
-        let result = coll.delete_many(filter_doc(filter)).await.map_err(error::map)?;
+        let result = coll.delete_many(filter).await.map_err(error::map)?;
         Ok(result.deleted_count)
     }
 

@@ -5,9 +5,9 @@ use mongodb::Collection;
 use mongodb::bson::{Document, doc};
 use serde_json::Value;
 
-use super::convert::{ID, VERSION, i64_version, to_document, version_of};
+use super::convert::{EXPIRES, ID, VERSION, i64_version, to_document, version_of};
 use super::error::{map, map_write};
-use crate::StoreError;
+use crate::{Expiry, StoreError};
 
 type Coll = Collection<Document>;
 
@@ -20,9 +20,30 @@ async fn current_version(coll: &Coll, id: &str) -> Result<Option<u64>, StoreErro
     found.as_ref().map(version_of).transpose()
 }
 
-pub(super) async fn insert(coll: &Coll, id: &str, doc: &Value) -> Result<u64, StoreError> {
-    coll.insert_one(to_document(id, 1, doc)).await.map_err(|e| map_write(e, coll.name(), id))?;
+pub(super) async fn insert(
+    coll: &Coll,
+    id: &str,
+    doc: &Value,
+    expiry: Option<&Expiry>,
+) -> Result<u64, StoreError> {
+    coll.insert_one(to_document(id, 1, doc, expiry))
+        .await
+        .map_err(|e| map_write(e, coll.name(), id))?;
     Ok(1)
+}
+
+/// Before a write to a collection with a retention: a document at `id` that has expired is
+/// gone for reads, so it goes for writes too (the TTL monitor may not have got to it yet).
+pub(super) async fn clear_expired(
+    coll: &Coll,
+    id: &str,
+    expiry: Option<&Expiry>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let Some(expiry) = expiry else { return Ok(()) };
+    let cutoff = mongodb::bson::DateTime::from_millis(expiry.cutoff_ms(now_ms));
+    coll.delete_one(doc! { ID: id, EXPIRES: { "$lte": cutoff } }).await.map_err(map)?;
+    Ok(())
 }
 
 pub(super) async fn update(
@@ -30,13 +51,14 @@ pub(super) async fn update(
     id: &str,
     expected: u64,
     doc: &Value,
+    expiry: Option<&Expiry>,
 ) -> Result<u64, StoreError> {
     let next = expected
         .checked_add(1)
         .ok_or_else(|| StoreError::conflict(coll.name(), id, expected, 0))?;
     let filter = doc! { ID: id, VERSION: i64_version(expected) };
     let result = coll
-        .replace_one(filter, to_document(id, next, doc))
+        .replace_one(filter, to_document(id, next, doc, expiry))
         .await
         .map_err(|e| map_write(e, coll.name(), id))?;
     if result.matched_count == 1 {
@@ -50,11 +72,16 @@ pub(super) async fn update(
 
 /// An upsert that still bumps the version: insert when missing, else a conditional replace
 /// of the version just read; a concurrent writer makes it read again.
-pub(super) async fn put(coll: &Coll, id: &str, doc: &Value) -> Result<u64, StoreError> {
+pub(super) async fn put(
+    coll: &Coll,
+    id: &str,
+    doc: &Value,
+    expiry: Option<&Expiry>,
+) -> Result<u64, StoreError> {
     for _ in 0..PUT_ATTEMPTS {
         let attempt = match current_version(coll, id).await? {
-            None => insert(coll, id, doc).await,
-            Some(version) => update(coll, id, version, doc).await,
+            None => insert(coll, id, doc, expiry).await,
+            Some(version) => update(coll, id, version, doc, expiry).await,
         };
         match attempt {
             Err(StoreError::AlreadyExists { .. })

@@ -4,6 +4,7 @@
 pub mod concurrency;
 pub mod crud;
 pub mod durability;
+pub mod expiry;
 pub mod query;
 pub mod unique;
 

@@ -186,13 +186,13 @@ pub fn empty(title: &str, next: Markup) -> Markup {
 pub fn tone(status: &str) -> &'static str {
     match status {
         "succeeded" | "ready" | "active" | "done" | "success" | "even" | "applied" | "yes"
-        | "valid" => "ok",
+        | "valid" | "approved" => "ok",
         "running" | "queued" | "pending" | "provisioning" | "retrying" | "starting"
         | "degraded" | "high" | "failed_resumable" | "reconciling" | "draining" | "deleting"
-        | "tearing_down" => "warn",
+        | "tearing_down" | "review" | "changed" => "warn",
         "failed" | "denied" | "dead_lettered" | "not_ready" | "exited" | "down" | "failure"
-        | "disabled" | "blocked" | "revoked" | "expired" => "bad",
-        "low" | "on" | "stored" => "info",
+        | "disabled" | "blocked" | "revoked" | "expired" | "rejected" | "removed" => "bad",
+        "low" | "on" | "stored" | "added" => "info",
         _ => "muted",
     }
 }

@@ -110,6 +110,8 @@ pub struct Environment {
     pub last_deploy: Option<DeployResult>,
     pub deleting: bool,
     pub auth: EnvironmentAuth,
+    /// `allow` or `review`.
+    pub surface_changes: String,
 }
 
 /// How an environment's MCP clients authenticate (`auth` of the environment view).
@@ -159,6 +161,36 @@ pub struct ZoneRun {
     pub zone: String,
     pub status: String,
     pub steps: Vec<StepRun>,
+    pub surface_changes: Vec<SurfaceChange>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SurfaceChange {
+    pub kind: String,
+    pub name: String,
+    pub change: String,
+    pub item: Option<serde_json::Value>,
+    pub fields: Vec<FieldChange>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct FieldChange {
+    pub path: String,
+    pub before: Option<serde_json::Value>,
+    pub after: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Review {
+    pub decision: String,
+    pub requested_at: Option<String>,
+    pub expires_at: Option<String>,
+    pub decided_by: String,
+    pub decided_at: Option<String>,
+    pub reason: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -178,6 +210,7 @@ pub struct Job {
     pub error: String,
     pub cancel_requested: bool,
     pub zones: Vec<ZoneRun>,
+    pub review: Option<Review>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -10,7 +10,7 @@
 use ramen_service::rules::{
     AWS_RESOURCE_PATTERN, AWS_ZONE, BOUNDS_MAX_PATTERNS, CLOUD_PATTERN, DISPLAY_NAME, EMAIL,
     GCP_ZONE, IDEMPOTENCY_KEY, IMAGE_REFERENCE, ISSUER, PASSWORD, PEM_PRIVATE_KEY,
-    REBALANCE_INTERVAL_SECONDS, SCOPE, SECRET_VALUE, TOOL_NAME, TextRule,
+    REBALANCE_INTERVAL_SECONDS, REVIEW_REASON, SCOPE, SECRET_VALUE, TOOL_NAME, TextRule,
 };
 
 /// zone-manager's `MAX_IP_RULES`.
@@ -153,6 +153,7 @@ pub fn apply(doc: &mut Value, limits: Limits) -> Vec<String> {
     edit.items("EnvironmentPatchBody", "blocked", text(&TOOL_NAME));
     edit.property("DeployBody", "git_ref", git_ref);
     edit.property("DeployBody", "idempotency_key", text(&IDEMPOTENCY_KEY));
+    edit.property("ReviewBody", "reason", text(&REVIEW_REASON));
     edit.property(
         "CountBody",
         "count",

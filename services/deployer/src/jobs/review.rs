@@ -8,6 +8,7 @@
 //! run that was about to park finds it and carries on instead.
 
 use ramen_proto::auth::v1::Action;
+use ramen_service::rules::REVIEW_REASON;
 use ramen_store::Query;
 
 use super::model::{JobRecord, JobState, ReviewDecision};
@@ -15,9 +16,6 @@ use crate::Jobs;
 use crate::caller::{Caller, require};
 use crate::error::{Error, Result};
 use crate::model::now_ms;
-
-/// A reason is kept with the decision and in the audit log; longer is refused.
-const MAX_REASON_CHARS: usize = 500;
 
 impl Jobs {
     /// `DecideReview`: a group admin approves or rejects the job's open review.
@@ -30,8 +28,8 @@ impl Jobs {
     ) -> Result<JobRecord> {
         let job = self.job(job_id).await?;
         require(ctx, &job.group, Action::Deploy)?;
-        if reason.chars().count() > MAX_REASON_CHARS {
-            return Err(Error::invalid("reason", format!("is over {MAX_REASON_CHARS} characters")));
+        if !REVIEW_REASON.accepts(reason) {
+            return Err(Error::invalid("reason", format!("must be {}", REVIEW_REASON.what)));
         }
         let decision = if approve { ReviewDecision::Approved } else { ReviewDecision::Rejected };
         let job = self.decide(job_id, decision, ctx.audit_actor(), reason).await?;
@@ -100,7 +98,7 @@ impl Jobs {
                 review.decision = decision;
                 review.decided_by = by.to_owned();
                 review.decided_at_ms = now;
-                review.reason = reason.trim().to_owned();
+                review.reason = reason.to_owned();
                 if job.state == JobState::Review {
                     requeue(job);
                 }

@@ -281,7 +281,7 @@
   const TERMINAL = ['succeeded', 'failed', 'cancelled', 'dead_lettered'];
   const TONE = {
     succeeded: 'ok', ready: 'ok', failed: 'bad', dead_lettered: 'bad', running: 'warn', queued: 'warn',
-    pending: 'warn', failed_resumable: 'warn', cancelled: 'muted', skipped: 'muted',
+    pending: 'warn', failed_resumable: 'warn', cancelled: 'muted', skipped: 'muted', review: 'warn',
   };
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -334,6 +334,14 @@
     }
     root.replaceChildren(frag);
     for (const pre of $$('pre.log', root)) pre.scrollTop = pre.scrollHeight;
+    // A review just opened (its step logged how to decide): the page renders the diff and the
+    // decision buttons, which the stream does not carry. Once per job, so it cannot loop.
+    const waiting = (job.zones || []).some((z) => (z.steps || []).some((s) => s.step === 'review' && s.status === 'running' && s.log && s.log.length));
+    const key = 'ramen-review-shown:' + job.id;
+    if (waiting && !$('[data-review]') && !sessionStorage.getItem(key)) {
+      sessionStorage.setItem(key, '1');
+      window.location.reload();
+    }
   }
 
   function follow(root) {

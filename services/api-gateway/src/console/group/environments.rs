@@ -73,6 +73,10 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                 } }
                 div { dt { "Blocked" } dd { (blocked(env, &path, manage)) } }
                 div { dt { "Sign-in" } dd { (sign_in(env)) } }
+                div { dt { "Surface changes" } dd data-surface-changes=(env.surface_changes) {
+                    @if env.surface_changes == "review" { "reviewed: a deploy that changes what the tools say waits for a group admin" }
+                    @else { "allowed: a deploy logs how the tools changed and goes on" }
+                } }
             }
             @if manage && !env.deleting {
                 details.edit {
@@ -81,6 +85,12 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                         label { "Ref" input name="git_ref" value=(env.git_ref) required; }
                         (zone_checks(data, "zones", &env.zones))
                         label.check { input type="checkbox" name="verbose" data-kind="bool" checked[env.verbose]; "Verbose logging" }
+                        label { "Surface changes"
+                            select name="surface_changes" {
+                                option value="review" selected[env.surface_changes == "review"] { "review: a deploy that changes the tools' surface waits for a group admin" }
+                                option value="allow" selected[env.surface_changes != "review"] { "allow: logged, the deploy goes on" }
+                            }
+                        }
                         label { "Blocked (packages or tools)" textarea name="blocked" data-kind="list" rows="2" { (env.blocked.join("\n")) } small.hint { "One per line: " code { "pkg" } " or " code { "pkg.tool" } "." } }
                         (form_error())
                         div.actions { button.primary type="submit" { "Save" } }

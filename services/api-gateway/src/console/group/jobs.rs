@@ -12,9 +12,9 @@ use super::{Data, block};
 use crate::console::Console;
 use crate::console::api::enc;
 use crate::console::layout::{
-    Nav, action_button, badge, empty, failure_page, render, section_failed, when,
+    Nav, action_button, badge, empty, failure_page, form_error, render, section_failed, when,
 };
-use crate::console::model::{Job, StepRun};
+use crate::console::model::{Job, Review, StepRun, SurfaceChange};
 use crate::console::viewer::Viewer;
 
 pub fn terminal(state: &str) -> bool {
@@ -58,7 +58,7 @@ pub fn section(data: &Data) -> Markup {
         "jobs",
         "Deploy jobs",
         html! {
-            p.muted { "Per zone: sync, write config, canary, reload and smoke, stable. A failure in the last three scales the canary to zero and leaves stable untouched." }
+            p.muted { "Per zone: sync, write config, canary, reload and smoke, review, stable. A failure from the canary on scales the canary to zero and leaves stable untouched. Review waits for a group admin only when the tools' surface changed in an environment that reviews changes." }
         },
         body,
     )
@@ -94,12 +94,93 @@ pub async fn page(
             div { dt { "Attempt" } dd { (job.attempt) } }
         }
         p.notice.bad role="alert" data-job-error hidden[job.error.is_empty()] { (job.error) }
+        @if let Some(review) = &job.review { (review_section(&job, review, &path, viewer.can(&group, Action::Deploy))) }
         p.muted.small data-job-live hidden[!live] { span.pulse aria-hidden="true" {} " Live: following the job as it runs." }
         div #job-log data-job-events=[live.then(|| format!("{path}/events"))] aria-live="polite" {
             (zones(&job))
         }
     };
     render(&viewer, Nav::Groups, &format!("Deploy {}", job.environment), body)
+}
+
+/// The surface review: what changed, side by side per zone (stable, then the canary), and
+/// while it is open, approve and reject for those who may deploy.
+fn review_section(job: &Job, review: &Review, path: &str, can_decide: bool) -> Markup {
+    let pending = review.decision == "pending";
+    html! {
+        section.review data-review=(review.decision) aria-labelledby="review-title" {
+            div.title-row {
+                h2 #review-title { "Surface review" }
+                (badge(&review.decision))
+            }
+            @if pending {
+                p { "The canary lists a different surface from stable's: what these tools, resources or prompts tell a model has changed. Stable keeps serving the old surface until a group admin approves; rejecting scales the canary to zero. Left undecided, the review expires as a rejection " (when(review.expires_at.as_deref())) "." }
+                @if can_decide {
+                    div.review-actions {
+                        form.inline data-api=(format!("{path}/approve")) data-method="POST" data-confirm="Approve this surface change? Stable restarts on the canary's commit." {
+                            label { span.sr { "Reason for approving" } input type="text" name="reason" maxlength="500" placeholder="Reason (optional)"; }
+                            button type="submit" class="primary" { "Approve" }
+                            (form_error())
+                        }
+                        form.inline data-api=(format!("{path}/reject")) data-method="POST" data-confirm="Reject this surface change? The canary scales to zero; stable stays as it is." {
+                            label { span.sr { "Reason for rejecting" } input type="text" name="reason" maxlength="500" placeholder="Reason (optional)"; }
+                            button type="submit" class="danger" { "Reject" }
+                            (form_error())
+                        }
+                    }
+                }
+            } @else {
+                p data-review-decided {
+                    (review.decision.replace('_', " ")) " by " code { (review.decided_by) } " " (when(review.decided_at.as_deref()))
+                    @if !review.reason.is_empty() { ": " (review.reason) }
+                }
+            }
+            @for z in job.zones.iter().filter(|z| !z.surface_changes.is_empty()) {
+                h3 { (z.zone) ": " (z.surface_changes.len()) " change(s)" }
+                @for c in &z.surface_changes { (surface_change(c)) }
+            }
+        }
+    }
+}
+
+fn pretty(value: Option<&serde_json::Value>) -> String {
+    match value {
+        None => "(absent)".to_owned(),
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(value) => serde_json::to_string_pretty(value).unwrap_or_default(),
+    }
+}
+
+/// One changed item: a table of its fields with stable's value beside the canary's.
+fn surface_change(c: &SurfaceChange) -> Markup {
+    let rows: Vec<(String, String, String)> = match c.change.as_str() {
+        "added" => vec![(String::new(), "(absent)".into(), pretty(c.item.as_ref()))],
+        "removed" => vec![(String::new(), pretty(c.item.as_ref()), "(absent)".into())],
+        _ => c
+            .fields
+            .iter()
+            .map(|f| (f.path.clone(), pretty(f.before.as_ref()), pretty(f.after.as_ref())))
+            .collect(),
+    };
+    html! {
+        div.surface-change data-kind=(c.kind) data-name=(c.name) data-change=(c.change) {
+            h4 { (c.kind) " " code { (c.name) } " " (badge(&c.change)) }
+            div.table-wrap {
+                table.diff {
+                    thead { tr { th scope="col" { "Field" } th scope="col" { "Stable serves" } th scope="col" { "Canary serves" } } }
+                    tbody {
+                        @for (path, before, after) in &rows {
+                            tr data-path=(path) {
+                                th scope="row" { code { @if path.is_empty() { "(whole item)" } @else { (path) } } }
+                                td.before { pre { (before) } }
+                                td.after { pre { (after) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The log per zone and step (the script renders the same structure from each SSE message).
