@@ -1,4 +1,4 @@
-"""The per-call cost gate: instructions the node executes per request, counted by callgrind.
+"""The per-call cost gate: instructions per request, counted by callgrind.
 
 Wall-clock figures on a shared 2-core VM swing by ±20 % between runs; instructions do not
 depend on how busy the machine is. The node (release build) runs under
@@ -6,9 +6,11 @@ depend on how busy the machine is. The node (release build) runs under
 counters are zeroed (`callgrind_control --zero`), a fixed number of requests is made, and the
 counters are dumped: the node's instructions over those requests, divided by their number.
 The Python runtime is a child process valgrind does not follow, so its work is not in the node's
-figure (its own figure is `runtime-direct`'s, not gated here).
+figure: it has paths of its own ("runtime: ..."), where the Python runtime runs alone under
+callgrind and this script speaks the framed protocol to it, one call at a time, the same way.
 
     cost_gate.py --runner <ramen-runner> --baseline <file> [--update] [--calls N] [--keep DIR]
+                 [--edge <edge-static>] [--only node|runtime|edge]
 
 Fails (exit 1) when a path costs more than its baseline by more than the baseline's margin;
 `--update` writes the measured figures as the new baseline (commit it with the reason).
@@ -40,8 +42,9 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 class Client:
     """One keep-alive connection to the node, as an MCP client would hold it."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, path: str = "/mcp") -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.path = path
         self.session: str | None = None
         self.next_id = 1
 
@@ -51,7 +54,7 @@ class Client:
         if self.session:
             h.update({"mcp-session-id": self.session, "mcp-protocol-version": "2025-11-25"})
         h.update(headers or {})
-        self.conn.request("POST", "/mcp", json.dumps(body), h)
+        self.conn.request("POST", self.path, json.dumps(body), h)
         answer = self.conn.getresponse()
         data = answer.read()
         return answer.status, data, {k.lower(): v for k, v in answer.getheaders()}
@@ -120,7 +123,126 @@ def instructions(dump_dir: Path, pid: int, before: set[Path]) -> int:
     raise RuntimeError(f"no summary in {new[-1]}")
 
 
-def measure(runner: Path, calls: int, work: Path, keep: Path | None = None) -> dict[str, int]:
+class Meter:
+    """How a path is measured: instructions under callgrind (the gate), or with `cpu` the
+    process's CPU time per request from /proc, running natively (a figure in µs to read
+    beside the instructions, too coarse and too load-dependent to gate on)."""
+
+    def __init__(self, calls: int, keep: Path | None, cpu: bool = False) -> None:
+        self.calls = calls
+        self.keep = keep
+        self.cpu = cpu
+
+    def prefix(self, dumps: Path) -> list[str]:
+        """What to run a measured process under."""
+        dumps.mkdir(parents=True, exist_ok=True)
+        if self.cpu:
+            return []
+        return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.out.%p",
+                "--dump-instr=no", "--compress-strings=no"]
+
+    def count(self, pid: int, dumps: Path, name: str, request) -> float:
+        """Process `pid`'s instructions (or µs of CPU) per `request()`, after a warm-up."""
+        calls = self.calls
+        for _ in range(max(20, calls // 10)):
+            request()
+        if self.cpu:
+            before_cpu = cpu_seconds(pid)
+            for _ in range(calls):
+                request()
+            return round((cpu_seconds(pid) - before_cpu) / calls * 1e6, 1)
+        callgrind_control("--zero", str(pid))
+        for _ in range(calls):
+            request()
+        before = set(dumps.glob("callgrind.out.*"))
+        callgrind_control("--dump", str(pid))
+        figure = instructions(dumps, pid, before) // calls
+        if self.keep:
+            self.keep.mkdir(parents=True, exist_ok=True)
+            newest = max(set(dumps.glob("callgrind.out.*")) - before, key=lambda p: p.stat().st_mtime)
+            slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
+            (self.keep / f"{slug}.callgrind").write_bytes(newest.read_bytes())
+        return figure
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time process `pid` has used so far."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Framed:
+    """The node's side of the runtime's framed protocol (docs/packages.md), one call at a time."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.out = proc.stdin.fileno()
+        self.inp = proc.stdout.fileno()
+        self.buf = bytearray()
+        self.next_id = 1
+
+    def frame(self) -> bytes:
+        buf = self.buf
+        while True:
+            if len(buf) >= 4:
+                size = int.from_bytes(buf[:4], "big")
+                if len(buf) >= 4 + size:
+                    body = bytes(buf[4 : 4 + size])
+                    del buf[: 4 + size]
+                    return body
+            chunk = os.read(self.inp, 1 << 16)
+            if not chunk:
+                raise RuntimeError("the runtime closed its output")
+            buf += chunk
+
+    def send(self, body: bytes) -> None:
+        os.write(self.out, len(body).to_bytes(4, "big") + body)
+
+    def call(self, op: bytes, expect: bytes) -> None:
+        rid = self.next_id
+        self.next_id += 1
+        self.send(b'{"id":%d,%s}' % (rid, op))
+        answer = self.frame()
+        if not answer.startswith(b'{"id":%d,' % rid) or expect not in answer:
+            raise RuntimeError(f"unexpected answer {answer[:300]!r}")
+
+
+def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
+    """The Python runtime's instructions per framed request, examples/hello-repo, concurrency 1."""
+    dumps = work / "runtime-dumps"
+    log = open(work / "runtime.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*meter.prefix(dumps), sys.executable, "-m", "ramen_runtime",
+         "--root", str(ROOT / "examples/hello-repo")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "services/runner/runtime"),
+             "RAMEN_RUNTIME_LOG_LEVEL": "WARNING"})
+    try:
+        rt = Framed(proc)
+        ready = rt.frame()  # imports under callgrind take a minute; the first frame says when
+        if not ready.startswith(b'{"op":"ready"'):
+            raise RuntimeError(f"the runtime's first frame is not ready: {ready[:300]!r}")
+        add = b'"op":"call_tool","name":"notes.add","arguments":{"a":20,"b":22}'
+        paths = {
+            # An `async def` tool of the SDK 2.x MCPServer kind: frame in, dispatch, the SDK's
+            # own call, result conversion, frame out.
+            "runtime: call_tool, async def tool (SDK MCPServer)":
+                lambda: rt.call(add, b'"structuredContent":{"result":42}'),
+            # The framing and the event loop alone.
+            "runtime: ping": lambda: rt.call(b'"op":"ping"', b'"result":{}'),
+        }
+        return {name: meter.count(proc.pid, dumps, name, request) for name, request in paths.items()}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def start_node(runner: Path, work: Path, prefix: list[str]) -> tuple[subprocess.Popen, int, Path]:
+    """A node serving examples/hello-repo, run under `prefix`: (process, MCP port, dump dir)."""
+    work.mkdir(parents=True, exist_ok=True)
     blobs = work / "blobs"
     packed = subprocess.run([sys.executable, str(HERE / "pack.py"), str(ROOT / "examples/hello-repo"),
                              str(blobs), "c0ffee"], check=True, capture_output=True, text=True).stdout.split()
@@ -156,11 +278,9 @@ key_hashes = ["{hashlib.sha256(KEY.encode()).hexdigest()}"]
 enabled = false
 """)
     dumps = work / "dumps"
-    dumps.mkdir()
     log = open(work / "node.log", "wb")  # noqa: SIM115
     node = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.out.%p",
-         "--dump-instr=no", "--compress-strings=no", str(runner), "--config", str(work / "node.toml")],
+        [*prefix, str(runner), "--config", str(work / "node.toml")],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "RAMEN_LOG_LEVEL": "warn"},
         start_new_session=True)
     try:
@@ -180,40 +300,89 @@ enabled = false
             if node.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the node did not get ready: {(work / 'node.log').read_text()[-3000:]}")
             time.sleep(0.5)
-        figures = {}
-        for name, request in paths(port).items():
-            for _ in range(max(20, calls // 10)):
-                request()
-            callgrind_control("--zero", str(node.pid))
-            for _ in range(calls):
-                request()
-            before = set(dumps.glob("callgrind.out.*"))
-            callgrind_control("--dump", str(node.pid))
-            figures[name] = instructions(dumps, node.pid, before) // calls
-            if keep:
-                keep.mkdir(parents=True, exist_ok=True)
-                newest = max(set(dumps.glob("callgrind.out.*")) - before, key=lambda p: p.stat().st_mtime)
-                slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
-                (keep / f"{slug}.callgrind").write_bytes(newest.read_bytes())
-        return figures
+    except BaseException:
+        stop(node)
+        raise
+    return node, port, dumps
+
+
+def stop(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def measure(runner: Path, meter: Meter, work: Path) -> dict[str, float]:
+    """The node's instructions per request on each of its paths."""
+    node, port, dumps = start_node(runner, work / "node-alone", meter.prefix(work / "node-alone" / "dumps"))
+    try:
+        return {name: meter.count(node.pid, dumps, name, request) for name, request in paths(port).items()}
     finally:
-        os.killpg(node.pid, signal.SIGTERM)
-        try:
-            node.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(node.pid, signal.SIGKILL)
+        stop(node)
+
+
+def measure_edge(runner: Path, edge: Path, meter: Meter, work: Path) -> dict[str, float]:
+    """The edge's instructions per proxied request: `edge-static` under callgrind, the node not."""
+    node, node_port, _ = start_node(runner, work / "node-behind-edge", [])
+    dumps = work / "edge-dumps"
+    proc = subprocess.Popen(
+        [*meter.prefix(dumps), str(edge), "--listen", "127.0.0.1:0",
+         "--worker", f"127.0.0.1:{node_port}"],
+        stdout=subprocess.PIPE, stderr=open(work / "edge.log", "wb"),  # noqa: SIM115
+        env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
+    try:
+        line = proc.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"edge-static did not start: {line!r} {(work / 'edge.log').read_text()[-2000:]}")
+        port = int(line.rsplit(":", 1)[1])
+        session = Client(port, "/mcp/bench/prod")
+        session.initialize()
+        stateless = Client(port, "/mcp/bench/prod")
+        edge_paths = {
+            "edge: tools/call, 2025-11-25 session": lambda: session.rpc("tools/call", ADD),
+            "edge: tools/call, 2026-07-28 stateless": lambda: stateless.rpc(
+                "tools/call", {**ADD, "_meta": META}, STATELESS),
+            "edge: ping, session": lambda: session.rpc("ping"),
+        }
+        return {name: meter.count(proc.pid, dumps, name, request) for name, request in edge_paths.items()}
+    finally:
+        stop(proc)
+        stop(node)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runner", type=Path, required=True)
+    parser.add_argument("--runner", type=Path, help="the release ramen-runner (for the node's paths)")
     parser.add_argument("--baseline", type=Path, required=True)
-    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--calls", type=int, help="requests per path (500; 5,000 with --cpu)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="report µs of CPU per request of each process run natively instead (not gated)")
     parser.add_argument("--update", action="store_true")
     parser.add_argument("--keep", type=Path, help="copy each path's callgrind dump here (for callgrind_annotate)")
+    parser.add_argument("--edge", type=Path, help="the release edge-static (for the edge's paths)")
+    parser.add_argument("--only", choices=("node", "runtime", "edge"),
+                        help="measure only these paths (--update then replaces only their baselines)")
     args = parser.parse_args()
+    if args.only != "runtime" and args.runner is None:
+        parser.error("--runner is needed for the node's and the edge's paths")
+    if args.only in (None, "edge") and args.edge is None:
+        parser.error("--edge is needed for the edge's paths")
+    meter = Meter(args.calls or (5000 if args.cpu else 500), args.keep, args.cpu)
+    figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="cost-gate-") as work:
-        figures = measure(args.runner, args.calls, Path(work), args.keep)
+        if args.only in (None, "node"):
+            figures.update(measure(args.runner, meter, Path(work)))
+        if args.only in (None, "runtime"):
+            figures.update(measure_runtime(meter, Path(work)))
+        if args.only in (None, "edge"):
+            figures.update(measure_edge(args.runner, args.edge, meter, Path(work)))
+    if args.cpu:
+        print("| path | µs of CPU per request (this process, natively; not gated) |\n|---|---|")
+        for name, micros in figures.items():
+            print(f"| {name} | {micros} |")
+        return 0
     baseline = json.loads(args.baseline.read_text()) if args.baseline.exists() else {"margin": 0.1, "paths": {}}
     margin = baseline["margin"]
     failed = []
@@ -227,13 +396,16 @@ def main() -> int:
         elif base and measured < base * (1 - margin):
             print(f"  ({name} got cheaper by more than {margin:.0%}: lower its baseline with --update)")
     if args.update:
-        baseline["paths"] = figures
+        baseline["paths"] = {**baseline["paths"], **figures} if args.only else figures
         args.baseline.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n")
         print(f"baseline written to {args.baseline}")
         return 0
     missing = [n for n in figures if n not in baseline["paths"]]
     if missing:
         failed.append(f"no baseline for {missing}: run with --update and commit it")
+    gone = [n for n in baseline["paths"] if n not in figures] if not args.only else []
+    if gone:
+        failed.append(f"baseline paths no longer measured: {gone} (renamed? run with --update)")
     for line in failed:
         print(f"REGRESSION {line}", file=sys.stderr)
     return 1 if failed else 0

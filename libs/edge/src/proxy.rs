@@ -520,7 +520,7 @@ async fn forward(
     // The node trusts the edge and reads the right-most entry: the client the edge settled
     // on, alone, so the node cannot read the chain differently (the client's own words left
     // of it are never passed on).
-    if let Ok(value) = HeaderValue::from_str(&client.to_string()) {
+    if let Some(value) = forwarded_for(client) {
         headers.insert(HeaderName::from_static("x-forwarded-for"), value);
     }
     // The node's spans join the trace of the request that reached the edge.
@@ -549,6 +549,30 @@ async fn forward(
     Ok(Response::from_parts(head, Body::new(incoming)))
 }
 
+/// `client` as an `x-forwarded-for` value, the same text as its `to_string`. An IPv4 address
+/// is written by hand: `Display` goes through the formatter's padding for each octet, ~1.5k
+/// instructions per proxied call.
+fn forwarded_for(client: IpAddr) -> Option<HeaderValue> {
+    let IpAddr::V4(v4) = client else {
+        return HeaderValue::from_str(&client.to_string()).ok();
+    };
+    let mut text = [0u8; 15];
+    let mut len = 0;
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            text[len] = b'.';
+            len += 1;
+        }
+        for (at_least, digit) in [(100, octet / 100), (10, octet / 10 % 10), (0, octet % 10)] {
+            if octet >= at_least {
+                text[len] = b'0' + digit;
+                len += 1;
+            }
+        }
+    }
+    HeaderValue::from_bytes(&text[..len]).ok()
+}
+
 const HOP_BY_HOP: [&str; 8] = [
     "connection",
     "keep-alive",
@@ -575,7 +599,51 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    for name in HOP_BY_HOP {
-        headers.remove(name);
+    // A node's answer rarely carries any of them, and each removal parses and hashes its name
+    // (~2k instructions per proxied call for eight misses): look at the few names there are
+    // first.
+    if headers.keys().any(|name| HOP_BY_HOP.contains(&name.as_str())) {
+        for name in HOP_BY_HOP {
+            headers.remove(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use http::HeaderMap;
+
+    #[test]
+    fn forwarded_for_is_the_address_as_display_writes_it() {
+        for text in [
+            "0.0.0.0",
+            "1.2.3.4",
+            "10.0.100.9",
+            "127.0.0.1",
+            "192.168.10.255",
+            "255.255.255.255",
+            "::1",
+            "2001:db8::8a2e:370:7334",
+            "::ffff:10.1.2.3",
+        ] {
+            let client: IpAddr = text.parse().unwrap();
+            let value = super::forwarded_for(client).expect("an address is a valid header value");
+            assert_eq!(value.to_str().unwrap(), client.to_string(), "{text}");
+        }
+    }
+
+    #[test]
+    fn hop_by_hop_headers_go_and_the_others_stay() {
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", "application/json".parse().unwrap());
+        super::strip_hop_by_hop(&mut headers);
+        assert_eq!(headers.len(), 1);
+        headers.insert("connection", "close".parse().unwrap());
+        headers.insert("transfer-encoding", "chunked".parse().unwrap());
+        headers.insert("upgrade", "h2c".parse().unwrap());
+        super::strip_hop_by_hop(&mut headers);
+        assert_eq!(headers.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["content-type"]);
     }
 }

@@ -44,6 +44,12 @@ async fn main() -> anyhow::Result<()> {
         EdgeSettings::default(),
     ));
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    // With `--listen 127.0.0.1:0` the caller learns the port from this line (the cost gate).
+    let bound = listener.local_addr()?;
+    #[allow(clippy::print_stdout)]
+    {
+        println!("listening on {bound}");
+    }
     axum::serve(listener, router(edge).into_make_service_with_connect_info::<SocketAddr>()).await?;
     Ok(())
 }
