@@ -712,7 +712,7 @@ def scenario(cluster: Cluster, people: sso.People) -> None:
     cluster.cli("secrets", "set", "-g", GROUP, "E2E_TOKEN", stdin="e2e-secret-value-7f3a9c1d\n")
     cluster.never_shown("e2e-secret-value-7f3a9c1d")
 
-    step("deploy --wait: the job succeeds with five steps per zone")
+    step("deploy --wait: the job succeeds with six steps per zone")
     if cluster.topology == "split":
         deploy_surviving_a_killed_deployer(cluster)
     else:
@@ -722,7 +722,9 @@ def scenario(cluster: Cluster, people: sso.People) -> None:
     check(job["state"] == "succeeded", "the job succeeded", job)
     for zone in job["zones"]:
         steps = [s for s in zone["steps"] if s["status"] == "succeeded"]
-        check(len(steps) == 5, f"five succeeded steps in {zone['zone']}", zone)
+        check(len(steps) == 6, f"six succeeded steps in {zone['zone']}", zone)
+        review = next(s for s in zone["steps"] if s["step"] == "review")
+        check(review["outcome"] == "no surface change", "a first deploy does not wait for review", review)
     check(len(job["zones"]) == 2, "both zones in the job", job["zones"])
 
     if cluster.topology == "up":
@@ -743,6 +745,8 @@ def scenario(cluster: Cluster, people: sso.People) -> None:
         check(mcp(url, plaintext, add(1, 1), zone=zone) == {"result": 2}, f"a call pinned to {zone}")
         check(mcp(url, plaintext, add(1, 2), zone=zone, mode="2026-07-28") == {"result": 3},
               f"a stateless call pinned to {zone}")
+
+    review_a_reworded_tool(cluster, url, plaintext)
 
     step("every client mode through the edge: Python legacy, auto, 2026-07-28; the TypeScript SDK")
     for mode in MODES:
@@ -1165,6 +1169,54 @@ def check_call_trace(cluster: Cluster) -> None:
     path = eventually("a tools/call traced from the edge to the runtime", 60, found)
     check(path[0].service == path[1].service == "ramen-runner", "node spans from the node", describe(path))
     check(path[1].attrs.get("method") == "tools/call", "the node's span is the tools/call", path[1].attrs)
+
+
+async def add_description(c: Client) -> str:
+    """What `notes.add` tells the model."""
+    tools = (await c.list_tools()).tools
+    return next(t.description for t in tools if t.name == "notes.add") or ""
+
+
+def review_a_reworded_tool(cluster: Cluster, url: str, key: str) -> None:
+    """prod reviews surface changes (its default): a deploy that rewords `notes.add` waits with
+    stable serving the old text, shows the change, and `ramen jobs reject` ends it with the
+    canary at zero and stable as it was (the later deploys start from main's surface again)."""
+    step("a reworded tool waits for review; `ramen jobs reject` scales the canary back")
+    envs = cluster.cli_items("env", "list", "-g", GROUP)
+    prod = next(e for e in envs if e["name"] == "prod")
+    check(prod.get("surface_changes") == "review", "prod reviews surface changes by default", prod)
+    started = cluster.cli_json("deploy", "prod", "-g", GROUP, "--ref", "reworded")
+    job_id = started.get("id") or started.get("job", {}).get("id")
+    check(bool(job_id), "a job id", started)
+
+    def job_now() -> Any:
+        return cluster.cli_json("jobs", "-g", GROUP, job_id)
+
+    def waiting() -> Any:
+        job = job_now()
+        if job["state"] in ("succeeded", "failed", "cancelled", "dead_lettered"):
+            raise Failed(f"the job ended {job['state']} without waiting for review: {job['error']}")
+        return job if job["state"] == "review" else None
+
+    job = eventually("the job waits for review", 300, waiting)
+    changes = [c for z in job["zones"] for c in z["surface_changes"]]
+    check(any(c["name"] == "notes.add" and c["change"] == "changed"
+              and any(f["path"] == "description" and f["after"] == REWORDED for f in c["fields"])
+              for c in changes), "the job shows notes.add's new description", changes)
+    check(mcp(url, key, add_description) == "Add two integers.", "stable still serves the old text")
+    check(mcp(url, key, add(2, 3)) == {"result": 5}, "stable answers while the job waits")
+    cluster.cli("jobs", "reject", job_id, "-g", GROUP, "--reason", "e2e: not this wording")
+    done = eventually("the rejected deploy ends", 300, lambda: (
+        lambda j: j if j["state"] in ("succeeded", "failed", "cancelled") else None)(job_now()))
+    check(done["state"] == "failed", "the rejected deploy failed", done)
+    check(done["review"]["decision"] == "rejected" and done["review"]["reason"] == "e2e: not this wording",
+          "the decision is on the job", done["review"])
+    for zone in done["zones"]:
+        rollback = [s for s in zone["steps"] if s["step"] == "canary_rollback"]
+        check(rollback and rollback[0]["status"] == "succeeded", f"the canary scaled back in {zone['zone']}", zone)
+    check(mcp(url, key, add_description) == "Add two integers.", "stable serves the old text after the reject")
+    refused = cluster.cli("jobs", "approve", job_id, "-g", GROUP, ok=False)
+    check(refused.returncode == 5, "a decision on a closed review is refused as a conflict", refused.stderr)
 
 
 def deploy_surviving_a_killed_deployer(cluster: Cluster) -> None:
