@@ -1,0 +1,218 @@
+//! Every MCP call a node answers — `tools/call`, `resources/read`, `prompts/get` — leaves one
+//! [`CallRecord`]: when, where (group, environment, zone, worker), who (the key's id and name,
+//! or the OAuth subject), what, how long, how it ended, and the sizes. A team reads them to
+//! answer "who called `payments.refund` yesterday, and how often did it fail" (issue 30).
+//!
+//! Recording must never slow a call: [`Recorder::record`] puts the record on a bounded queue
+//! without waiting, and a record that does not fit is counted ([`Recorder::dropped`]), never
+//! silently lost. A [`Batcher`] hands the queue on in batches (up to a size, or after a wait),
+//! which is what the node publishes on the bus.
+//!
+//! Arguments are not recorded unless an environment asks for them, and then [`redact`]ed.
+
+mod redact;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+pub use redact::{REDACTED, redact};
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A result.
+    Ok,
+    /// A `tools/call` result with `isError: true`: the tool ran and reported a failure.
+    ToolError,
+    /// A JSON-RPC error (its code is the record's `error_code`).
+    Error,
+    /// The package or tool is blocked on the environment or zone.
+    Blocked,
+    /// The caller may not call it (the environment's rules).
+    Refused,
+    /// The client cancelled it.
+    Cancelled,
+    /// The node was at its in-flight cap.
+    Overloaded,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::Error => "error",
+            Outcome::Blocked => "blocked",
+            Outcome::Refused => "refused",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Overloaded => "overloaded",
+        }
+    }
+}
+
+/// One call, as a node answered it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// When the request arrived, Unix milliseconds.
+    pub at_ms: i64,
+    pub group: String,
+    pub environment: String,
+    pub zone: String,
+    pub worker: String,
+    /// The MCP key's id, or the OAuth token's subject; empty for an anonymous caller.
+    pub caller_id: String,
+    /// The key's name, or the token's name for its subject; never a secret.
+    pub caller_name: String,
+    /// `tools/call`, `resources/read` or `prompts/get`.
+    pub method: String,
+    /// The tool, the resource's URI, or the prompt.
+    pub target: String,
+    pub duration_us: u64,
+    pub outcome: Outcome,
+    /// The JSON-RPC error code when `outcome` is `error`; 0 otherwise.
+    #[serde(default)]
+    pub error_code: i64,
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    /// Only when the environment records arguments, and then redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+}
+
+/// What a node publishes: the records of one batch, all of one group and zone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallBatch {
+    pub records: Vec<CallRecord>,
+}
+
+/// The calls' end of the queue: cheap to clone, never waits.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    queue: mpsc::Sender<CallRecord>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Recorder {
+    /// Queues the record; when the queue is full (the bus or the store behind it is slow),
+    /// the record is counted as dropped instead, and the call goes on.
+    pub fn record(&self, record: CallRecord) {
+        if self.queue.try_send(record).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records dropped so far because the queue was full or closed.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Counts records a consumer lost after taking them from the queue (a failed publish).
+    pub fn count_lost(&self, records: usize) {
+        self.dropped.fetch_add(records as u64, Ordering::Relaxed);
+    }
+}
+
+/// The publisher's end: batches of records in the order they were recorded.
+#[derive(Debug)]
+pub struct Batcher {
+    queue: mpsc::Receiver<CallRecord>,
+    max_batch: usize,
+    max_wait: Duration,
+}
+
+impl Batcher {
+    /// The next batch: waits for a first record, then takes what else comes until the batch
+    /// holds `max_batch` records or `max_wait` has passed since the first. `None` once every
+    /// recorder is gone and the queue is empty.
+    pub async fn next(&mut self) -> Option<Vec<CallRecord>> {
+        let first = self.queue.recv().await?;
+        let mut batch = Vec::with_capacity(self.max_batch.min(1024));
+        batch.push(first);
+        let deadline = tokio::time::Instant::now() + self.max_wait;
+        while batch.len() < self.max_batch {
+            match tokio::time::timeout_at(deadline, self.queue.recv()).await {
+                Ok(Some(record)) => batch.push(record),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        Some(batch)
+    }
+}
+
+/// A queue holding up to `capacity` records, handed on in batches of at most `max_batch`,
+/// each at most `max_wait` after its first record.
+pub fn queue(capacity: usize, max_batch: usize, max_wait: Duration) -> (Recorder, Batcher) {
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    let recorder = Recorder { queue: tx, dropped: Arc::default() };
+    (recorder, Batcher { queue: rx, max_batch: max_batch.max(1), max_wait })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: i64) -> CallRecord {
+        CallRecord {
+            at_ms: n,
+            group: "team".into(),
+            environment: "prod".into(),
+            zone: "local-a".into(),
+            worker: "worker-0".into(),
+            caller_id: "key-1".into(),
+            caller_name: "ci".into(),
+            method: "tools/call".into(),
+            target: "notes.add".into(),
+            duration_us: 120,
+            outcome: Outcome::Ok,
+            error_code: 0,
+            request_bytes: 80,
+            response_bytes: 40,
+            arguments: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn batches_fill_up_to_their_size_then_wait_no_longer_than_the_wait() {
+        let (recorder, mut batcher) = queue(100, 3, Duration::from_secs(1));
+        for n in 0..5 {
+            recorder.record(record(n));
+        }
+        let full: Vec<i64> = batcher.next().await.unwrap().iter().map(|r| r.at_ms).collect();
+        assert_eq!(full, [0, 1, 2], "a full batch goes at once, in order");
+        let started = tokio::time::Instant::now();
+        let rest: Vec<i64> = batcher.next().await.unwrap().iter().map(|r| r.at_ms).collect();
+        assert_eq!(rest, [3, 4]);
+        assert_eq!(started.elapsed(), Duration::from_secs(1), "a partial batch waits its time");
+        drop(recorder);
+        assert!(batcher.next().await.is_none(), "no recorder, nothing queued: the end");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_counts_what_it_drops_and_never_waits() {
+        let (recorder, mut batcher) = queue(2, 10, Duration::from_millis(1));
+        for n in 0..5 {
+            recorder.record(record(n));
+        }
+        assert_eq!(recorder.dropped(), 3);
+        assert_eq!(batcher.next().await.unwrap().len(), 2);
+        recorder.count_lost(2);
+        assert_eq!(recorder.dropped(), 5, "a batch lost after the queue is counted too");
+    }
+
+    #[test]
+    fn a_record_reads_as_the_store_and_the_api_keep_it() {
+        let mut r = record(1);
+        r.outcome = Outcome::ToolError;
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["outcome"], "tool_error");
+        assert!(json.get("arguments").is_none(), "no arguments unless recorded");
+        let back: CallRecord = serde_json::from_value(json).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(Outcome::Overloaded.as_str(), "overloaded");
+    }
+}
