@@ -1,4 +1,4 @@
-//! The five steps of a zone (and the canary rollback). Each is idempotent, so a resumed job
+//! The six steps of a zone (and the canary rollback). Each is idempotent, so a resumed job
 //! can run the interrupted one again: the snapshot is content-addressed, the config is
 //! rewritten whole, restarts and reloads converge on the same commit.
 

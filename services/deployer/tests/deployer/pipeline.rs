@@ -13,11 +13,12 @@ use crate::repo::{Repo, broken_import, broken_requirements, extra_tool};
 use crate::setup::{deploy, group_env, succeeded};
 use crate::support::{MINUTE, World, as_actor, client, step, summary};
 
-const STEPS: [DeployStep; 5] = [
+const STEPS: [DeployStep; 6] = [
     DeployStep::Sync,
     DeployStep::WriteConfig,
     DeployStep::Canary,
     DeployStep::ReloadSmoke,
+    DeployStep::Review,
     DeployStep::Stable,
 ];
 
@@ -32,7 +33,7 @@ async fn stable_tools(world: &World, group: &str, zone: &str, key: &str) -> Vec<
 }
 
 #[tokio::test]
-async fn a_two_zone_deploy_records_all_five_steps_and_serves_the_tools() {
+async fn a_two_zone_deploy_records_all_six_steps_and_serves_the_tools() {
     let world = World::start().await;
     let node = world.deployer().await;
     let client = client(&node).await;
