@@ -65,8 +65,13 @@ pub async fn start(
 /// Polls the job and prints every step transition until it finishes.
 async fn follow(api: &mut Api, group: &str, id: &str, json: bool) -> Outcome<Value> {
     let mut seen: HashMap<(String, String), String> = HashMap::new();
+    let mut told_review = false;
     loop {
         let job = api.call(Method::GET, &format!("/api/groups/{group}/jobs/{id}"), None).await?;
+        if !told_review && name(&job["state"]) == "review" {
+            told_review = true;
+            say(json, &review_notice(&job, group, id));
+        }
         for zone in job["zones"].as_array().into_iter().flatten() {
             let zone_name = zone["zone"].as_str().unwrap_or_default().to_owned();
             for step in zone["steps"].as_array().into_iter().flatten() {
@@ -98,6 +103,28 @@ async fn follow(api: &mut Api, group: &str, id: &str, json: bool) -> Outcome<Val
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// What a parked job waits for, and how to decide: the changes per zone, then the commands.
+fn review_notice(job: &Value, group: &str, id: &str) -> String {
+    let mut lines =
+        vec!["the tools' surface changed; the deploy waits for a group admin's review:".to_owned()];
+    for zone in job["zones"].as_array().into_iter().flatten() {
+        for change in zone["surface_changes"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "  {:<12} {} {} {}",
+                zone["zone"].as_str().unwrap_or_default(),
+                change["change"].as_str().unwrap_or_default(),
+                change["kind"].as_str().unwrap_or_default(),
+                change["name"].as_str().unwrap_or_default(),
+            ));
+        }
+    }
+    lines.push(format!(
+        "see them with `ramen jobs -g {group} {id} --json` or on the job's page in the console; \
+         decide with `ramen jobs approve {id} -g {group}` or `ramen jobs reject {id} -g {group}`"
+    ));
+    lines.join("\n")
 }
 
 /// One job with its zones and steps.
