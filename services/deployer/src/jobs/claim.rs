@@ -329,6 +329,20 @@ mod tests {
     }
 
     #[test]
+    fn a_canary_counts_as_touched_until_it_is_rolled_back_or_its_zone_is_done() {
+        let mut rolled_back = job();
+        assert!(canary_touched(&rolled_back), "zone b's canary started and was not scaled back");
+        rolled_back.zones[1].step_mut(Step::CanaryRollback).status = Status::Succeeded;
+        assert!(!canary_touched(&rolled_back), "rolled back");
+        let mut finished = job();
+        finished.zones[1].status = Status::Failed;
+        assert!(!canary_touched(&finished), "a finished zone handled its canary");
+        let mut fresh = job();
+        fresh.zones[1].step_mut(Step::Canary).started_at_ms = 0;
+        assert!(!canary_touched(&fresh), "no canary ran");
+    }
+
+    #[test]
     fn the_cancel_message_carries_the_reason() {
         let mut job = job();
         assert_eq!(cancel_message(&job), "cancelled by an operator");

@@ -163,3 +163,28 @@ fn state_word(state: JobState) -> String {
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| format!("{state:?}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requeued_job_waits_for_a_fresh_work_item_with_no_holder() {
+        let mut job = JobRecord {
+            state: JobState::Review,
+            work_seq: 41,
+            holder: "deployer-a".into(),
+            claim: 3,
+            ..JobRecord::default()
+        };
+        requeue(&mut job);
+        assert_eq!((job.state, job.work_seq, job.holder.as_str()), (JobState::Queued, 0, ""));
+        assert_eq!(job.claim, 3, "the claim number stays: the next work item's id is new by it");
+    }
+
+    #[test]
+    fn states_read_as_the_api_writes_them() {
+        assert_eq!(state_word(JobState::FailedResumable), "failed_resumable");
+        assert_eq!(state_word(JobState::Review), "review");
+    }
+}
