@@ -1217,6 +1217,11 @@ def review_a_reworded_tool(cluster: Cluster, url: str, key: str) -> None:
     check(mcp(url, key, add_description) == "Add two integers.", "stable serves the old text after the reject")
     refused = cluster.cli("jobs", "approve", job_id, "-g", GROUP, ok=False)
     check(refused.returncode == 5, "a decision on a closed review is refused as a conflict", refused.stderr)
+    shown = cluster.cli_json("env", "surface-changes", "prod", "-g", GROUP)
+    check(shown["surface_changes"] == "review", "`ramen env surface-changes` shows the setting", shown)
+    changed = cluster.cli_json("env", "surface-changes", "prod", "allow", "-g", GROUP)
+    check(changed["surface_changes"] == "allow", "and changes it", changed)
+    cluster.cli("env", "surface-changes", "prod", "review", "-g", GROUP)
 
 
 def deploy_surviving_a_killed_deployer(cluster: Cluster) -> None:
