@@ -250,7 +250,9 @@ async fn a_rewritten_description_waits_for_review_and_approval_serves_it() {
 async fn a_rejected_or_expired_review_scales_the_canary_to_zero_and_leaves_stable() {
     let world = World::start().await;
     let mut settings = fast(&world.deployer_config());
-    settings.review_timeout = Duration::from_secs(15);
+    // Long enough that the reject and the cancel below are always decided before it, on a
+    // loaded machine too; the expiry case then waits it out.
+    settings.review_timeout = Duration::from_secs(30);
     let node = world.deployer_with(world.deployer_config(), settings).await;
     let client = client(&node).await;
     let repo = Repo::hello();
