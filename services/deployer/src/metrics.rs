@@ -67,7 +67,7 @@ impl DeployMetrics {
         for state in
             [JobState::Succeeded, JobState::Failed, JobState::Cancelled, JobState::DeadLettered]
         {
-            let labels = label("state", &state_name(state));
+            let labels = label("state", state.as_str());
             drop(self.finished.get_or_create(&labels));
             drop(self.duration.get_or_create(&labels));
         }
@@ -129,7 +129,7 @@ impl DeployMetrics {
     }
 
     pub fn finished(&self, job: &JobRecord, now_ms: i64) {
-        let labels = label("state", &state_name(job.state));
+        let labels = label("state", job.state.as_str());
         self.finished.get_or_create(&labels).inc();
         let seconds = (now_ms - job.created_at_ms).max(0) as f64 / 1000.0;
         self.duration.get_or_create(&labels).observe(seconds);
@@ -159,8 +159,4 @@ fn step_labels(step: Step, status: Status) -> Labels {
 
 fn label(name: &str, value: &str) -> Labels {
     vec![(name.to_owned(), value.to_owned())]
-}
-
-fn state_name(state: JobState) -> String {
-    serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }

@@ -25,6 +25,20 @@ pub enum JobState {
 }
 
 impl JobState {
+    /// The state as it is stored and as the API and the metrics name it (its serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::FailedResumable => "failed_resumable",
+            Self::Cancelled => "cancelled",
+            Self::DeadLettered => "dead_lettered",
+            Self::Review => "review",
+        }
+    }
+
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled | Self::DeadLettered)
     }
@@ -298,3 +312,18 @@ impl JobRecord {
 /// At most this many log lines are kept per step (the newest are dropped past it, with a
 /// note), so a chatty pip cannot grow a job past the store's document limit.
 pub const MAX_LOG_LINES: usize = 400;
+
+#[cfg(test)]
+mod tests {
+    use super::JobState;
+
+    #[test]
+    fn a_state_names_itself_as_it_is_stored() {
+        use JobState::*;
+        for state in
+            [Queued, Running, Succeeded, Failed, FailedResumable, Cancelled, DeadLettered, Review]
+        {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.as_str(), "{state:?}");
+        }
+    }
+}

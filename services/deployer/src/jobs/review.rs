@@ -85,7 +85,7 @@ impl Jobs {
                     _ => {
                         return Err(Error::FailedPrecondition(format!(
                             "job {job_id} has no surface review open (it is {})",
-                            state_word(job.state)
+                            job.state.as_str()
                         )));
                     }
                 };
@@ -156,14 +156,6 @@ pub(crate) fn requeue(job: &mut JobRecord) {
     job.holder.clear();
 }
 
-/// The state as the API writes it (`failed_resumable`).
-fn state_word(state: JobState) -> String {
-    serde_json::to_value(state)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{state:?}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,11 +172,5 @@ mod tests {
         requeue(&mut job);
         assert_eq!((job.state, job.work_seq, job.holder.as_str()), (JobState::Queued, 0, ""));
         assert_eq!(job.claim, 3, "the claim number stays: the next work item's id is new by it");
-    }
-
-    #[test]
-    fn states_read_as_the_api_writes_them() {
-        assert_eq!(state_word(JobState::FailedResumable), "failed_resumable");
-        assert_eq!(state_word(JobState::Review), "review");
     }
 }
