@@ -64,6 +64,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub drain: DrainConfig,
     pub deploy: DeployConfig,
+    pub calls: CallsConfig,
     pub zone: ZoneConfig,
     pub gateway: GatewayConfig,
     pub mcp_auth: McpAuthConfig,
@@ -87,6 +88,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             drain: DrainConfig::default(),
             deploy: DeployConfig::default(),
+            calls: CallsConfig::default(),
             zone: ZoneConfig::default(),
             gateway: GatewayConfig::default(),
             mcp_auth: McpAuthConfig::default(),
@@ -562,6 +564,21 @@ pub struct DeployConfig {
 impl Default for DeployConfig {
     fn default() -> Self {
         Self { review_timeout: Duration::from_secs(24 * 3600) }
+    }
+}
+
+/// Call records (every MCP call a node answered; stored by auth).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CallsConfig {
+    /// How long a call record is kept (a TTL index in MongoDB, a purge in the embedded store).
+    #[serde(with = "humantime_serde")]
+    pub retention: Duration,
+}
+
+impl Default for CallsConfig {
+    fn default() -> Self {
+        Self { retention: Duration::from_secs(30 * 24 * 3600) }
     }
 }
 

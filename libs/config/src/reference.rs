@@ -140,6 +140,10 @@ const ABOUT: &[(&str, &str)] = &[
         "On SIGTERM: `complete` finishes in-flight work (up to the timeout), `interrupt` stops it and hands it back",
     ),
     (
+        "calls.retention",
+        "How long call records (every `tools/call`, `resources/read`, `prompts/get` a node answered) are kept",
+    ),
+    (
         "deploy.review_timeout",
         "How long a deploy whose tool surface changed waits for a group admin's review before it expires as a rejection",
     ),

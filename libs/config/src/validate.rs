@@ -87,6 +87,12 @@ impl Config {
                 "must be above zero (a review nobody can answer rejects every surface change)",
             ));
         }
+        if self.calls.retention.as_secs() < 60 {
+            return Err(ConfigError::invalid(
+                "calls.retention",
+                "must be at least 1m (records younger than that would vanish before anyone reads them)",
+            ));
+        }
         if self.auth.access_ttl.as_secs() < 10 {
             return Err(ConfigError::invalid("auth.access_ttl", "must be at least 10s"));
         }

@@ -37,6 +37,17 @@ pub trait DocumentStore: Send + Sync {
     /// Writes the document whatever its current version (1 if new); returns the new version.
     async fn put(&self, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError>;
 
+    /// Writes each document whatever its current version, as one write where the backend can
+    /// (the embedded store: one transaction). For many small documents written together,
+    /// such as a batch of call records; a batch written again writes the same documents over
+    /// themselves.
+    async fn put_many(&self, coll: &str, docs: &[(String, Value)]) -> Result<(), StoreError> {
+        for (id, doc) in docs {
+            self.put(coll, id, doc).await?;
+        }
+        Ok(())
+    }
+
     /// Removes the document; `false` if there was none. With `expected_version`, a document
     /// at another version is kept and the call fails with `VersionConflict`.
     async fn delete(

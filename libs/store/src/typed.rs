@@ -90,6 +90,15 @@ impl<T: Serialize + DeserializeOwned + Send + Sync> Collection<T> {
         self.store.put(&self.name, id, &self.encode(value)?).await
     }
 
+    /// [`crate::DocumentStore::put_many`]: `(id, value)` pairs, as one write where the store can.
+    pub async fn put_many(&self, documents: &[(String, T)]) -> Result<(), StoreError> {
+        let mut encoded = Vec::with_capacity(documents.len());
+        for (id, value) in documents {
+            encoded.push((id.clone(), self.encode(value)?));
+        }
+        self.store.put_many(&self.name, &encoded).await
+    }
+
     pub async fn delete(
         &self,
         id: &str,

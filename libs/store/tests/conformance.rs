@@ -63,4 +63,5 @@ conformance! {
     concurrency::collections_are_listed,
     expiry::expired_documents_are_gone_for_reads_and_writes,
     expiry::a_retention_is_checked,
+    expiry::put_many_writes_a_batch_idempotently,
 }

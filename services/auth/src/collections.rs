@@ -1,8 +1,11 @@
 //! The collections auth owns, with their indexes (ensured at start-up).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use ramen_store::{Collection, CollectionSpec, DocumentStore, StoreError};
+
+use ramen_call_records::CallRecord;
 
 use crate::model::{
     AuditRecord, BoundsRecord, GroupRecord, McpKeyRecord, MembershipRecord, PendingAccountRecord,
@@ -23,6 +26,9 @@ pub const BOUNDS: &str = "auth_service_account_bounds";
 pub const AUDIT: &str = "auth_audit";
 pub const SSO_FLOWS: &str = "auth_sso_flows";
 pub const SSO_CODES: &str = "auth_sso_codes";
+pub const CALLS: &str = "auth_calls";
+/// How long call records are kept when nothing says otherwise (`calls.retention`).
+pub const DEFAULT_CALLS_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 #[derive(Clone)]
 pub struct Collections {
@@ -39,6 +45,9 @@ pub struct Collections {
     pub audit: Collection<AuditRecord>,
     pub sso_flows: Collection<SsoFlowRecord>,
     pub sso_codes: Collection<SsoCodeRecord>,
+    /// Call records ([`crate::calls`]), each gone `calls_retention` after its call.
+    pub calls: Collection<CallRecord>,
+    calls_retention: Duration,
 }
 
 impl Collections {
@@ -56,8 +65,16 @@ impl Collections {
             bounds: Collection::new(store.clone(), BOUNDS),
             audit: Collection::new(store.clone(), AUDIT),
             sso_flows: Collection::new(store.clone(), SSO_FLOWS),
-            sso_codes: Collection::new(store, SSO_CODES),
+            sso_codes: Collection::new(store.clone(), SSO_CODES),
+            calls: Collection::new(store, CALLS),
+            calls_retention: DEFAULT_CALLS_RETENTION,
         }
+    }
+
+    /// Keeps call records for `retention` (at least a second) instead of the default.
+    pub fn with_calls_retention(mut self, retention: Duration) -> Self {
+        self.calls_retention = retention;
+        self
     }
 
     pub async fn ensure(&self) -> Result<(), StoreError> {
@@ -78,6 +95,11 @@ impl Collections {
             CollectionSpec::new(AUDIT).index("at", ["at_ms"]).index("group_at", ["group", "at_ms"]),
             CollectionSpec::new(SSO_FLOWS).index("expires", ["expires_at_ms"]),
             CollectionSpec::new(SSO_CODES).index("expires", ["expires_at_ms"]),
+            // Read newest first per group, filtered by environment, target, caller or outcome
+            // within it: the group-and-time index bounds every query.
+            CollectionSpec::new(CALLS)
+                .index("group_at", ["group", "at_ms"])
+                .expire_after("at_ms", self.calls_retention),
         ];
         for spec in &specs {
             store.ensure_collection(spec).await?;

@@ -407,6 +407,16 @@ impl AuthService for AuthGrpc {
         })
     }
 
+    async fn query_calls(&self, request: Request<QueryCallsRequest>) -> Answer<QueryCallsResponse> {
+        let (caller, r) = split(request);
+        ok(self.0.query_calls(&caller, r).await?)
+    }
+
+    async fn call_usage(&self, request: Request<CallUsageRequest>) -> Answer<CallUsageResponse> {
+        let (caller, r) = split(request);
+        ok(self.0.call_usage(&caller, r).await?)
+    }
+
     async fn purge_group(&self, request: Request<PurgeGroupRequest>) -> Answer<PurgeGroupResponse> {
         let (caller, r) = split(request);
         ok(self.0.purge_group(&caller, &r.group).await?)

@@ -12,6 +12,7 @@ mod access;
 mod audit;
 mod authorize;
 mod bootstrap;
+pub mod calls;
 mod collections;
 mod conversions;
 mod error;
@@ -93,7 +94,7 @@ impl Auth {
         config: &ramen_config::Config,
     ) -> Result<Self, StartError> {
         let auth = Self {
-            db: Collections::new(store),
+            db: Collections::new(store).with_calls_retention(config.calls.retention),
             tokens: Arc::new(TokenKeys::from_config(&config.auth)),
             sealer: Arc::new(Sealer::from_config(&config.auth)?),
             events: Events::new(bus),

@@ -212,6 +212,22 @@ impl DocumentStore for EmbeddedStore {
         Ok(version)
     }
 
+    async fn put_many(&self, coll: &str, docs: &[(String, Value)]) -> Result<(), StoreError> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let mut owned = Vec::with_capacity(docs.len());
+        for (id, doc) in docs {
+            let (_, id, doc) = owned_doc(coll, id, doc)?;
+            owned.push((id, doc));
+        }
+        let name = coll.to_owned();
+        let target = name.clone();
+        self.blocking(move |db| write::put_many(db, &target, &owned)).await?;
+        self.purge_if_due(&name).await;
+        Ok(())
+    }
+
     async fn get(&self, coll: &str, id: &str) -> Result<Option<Stored>, StoreError> {
         let (coll, id) = owned(coll, id)?;
         self.blocking(move |db| read::get(db, &coll, &id)).await

@@ -75,6 +75,15 @@ pub(super) fn update(
     })
 }
 
+pub(super) fn put_many(db: &Database, coll: &str, docs: &[(String, Value)]) -> Result<(), StoreError> {
+    in_txn(db, |txn| {
+        for (id, doc) in docs {
+            write_doc(txn, coll, id, doc, &|current| Ok(current.map_or(1, |v| v + 1)))?;
+        }
+        Ok(())
+    })
+}
+
 pub(super) fn put(db: &Database, coll: &str, id: &str, doc: &Value) -> Result<u64, StoreError> {
     in_txn(db, |txn| write_doc(txn, coll, id, doc, &|current| Ok(current.map_or(1, |v| v + 1))))
 }

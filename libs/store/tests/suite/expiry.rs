@@ -78,3 +78,30 @@ pub async fn the_embedded_store_purges_expired_documents() -> Result<()> {
     assert_eq!(store.purge_expired("calls").await?, 0);
     Ok(())
 }
+
+/// A batch of records written at once, as auth stores a node's call records: all of it lands,
+/// a batch written again (a redelivery) lands over itself, and an old record in it is
+/// expired like any other.
+pub async fn put_many_writes_a_batch_idempotently(ctx: Ctx) -> Result<()> {
+    let coll = ctx.coll("batched");
+    let spec = CollectionSpec::new(&coll)
+        .index("by_at", ["at_ms"])
+        .expire_after("at_ms", Duration::from_secs(3600));
+    ctx.store.ensure_collection(&spec).await?;
+    let now = now_ms();
+    let batch: Vec<(String, serde_json::Value)> = (0..50)
+        .map(|n| (format!("r{n:03}"), json!({"at_ms": now - n, "n": n})))
+        .chain([("old".to_owned(), json!({"at_ms": now - 2 * 3600 * 1000, "n": -1}))])
+        .collect();
+    ctx.store.put_many(&coll, &batch).await?;
+    ctx.store.put_many(&coll, &batch).await?;
+    ctx.store.put_many(&coll, &[]).await?;
+    assert_eq!(ctx.store.count(&coll, &Filter::new()).await?, 50, "once each; the old one expired");
+    let newest = ctx.store.find(&coll, &Query::new().sort_desc("at_ms").limit(2)).await?;
+    let ids: Vec<&str> = newest.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["r000", "r001"]);
+    assert_eq!(newest[0].doc, json!({"at_ms": now, "n": 0}));
+    let e = err(ctx.store.put_many(&coll, &[("bad".into(), json!([1]))]).await);
+    assert!(matches!(e, StoreError::InvalidDocument(_)), "not an object: refused, {e:?}");
+    Ok(())
+}
