@@ -10,14 +10,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use prost_types::Timestamp;
+use ramen_bus::auth::parse_node_calls_subject;
+use ramen_bus::auth::{CALLS_DLQ, CALLS_DURABLE, CALLS_STREAM, NODE_CALLS_FILTER};
+use ramen_bus::{Bus, ConsumerSpec, Schema, Subject, WorkStreamSpec};
 use ramen_call_records::{CallBatch, CallRecord, Outcome};
 use ramen_proto::auth::v1::{
     Action, CallOutcome, CallUsageRequest, CallUsageResponse, CallerUsage, QueryCallsRequest,
     QueryCallsResponse, TargetUsage, UsageBucket, UsageFigures, UsageWindow,
 };
-use ramen_bus::auth::{CALLS_DLQ, CALLS_DURABLE, CALLS_STREAM, NODE_CALLS_FILTER};
-use ramen_bus::auth::parse_node_calls_subject;
-use ramen_bus::{Bus, ConsumerSpec, Schema, Subject, WorkStreamSpec};
 use ramen_store::Query;
 use tokio_util::sync::CancellationToken;
 
@@ -102,8 +102,8 @@ pub async fn ingest(auth: Auth, bus: Bus, stop: CancellationToken) {
                 continue;
             }
         };
-        let Some((group, zone)) = parse_node_calls_subject(delivery.subject())
-            .map(|(g, z)| (g.to_owned(), z.to_owned()))
+        let Some((group, zone)) =
+            parse_node_calls_subject(delivery.subject()).map(|(g, z)| (g.to_owned(), z.to_owned()))
         else {
             let _ = delivery.dead_letter("not a node's call-records subject").await;
             continue;
@@ -114,8 +114,12 @@ pub async fn ingest(auth: Auth, bus: Bus, stop: CancellationToken) {
         match auth.store_calls(origin, batch).await {
             Ok(foreign) => {
                 if foreign > 0 {
-                    tracing::warn!(group, zone, foreign,
-                        "call records naming another placement than their subject were dropped");
+                    tracing::warn!(
+                        group,
+                        zone,
+                        foreign,
+                        "call records naming another placement than their subject were dropped"
+                    );
                 }
                 if let Err(error) = delivery.ack().await {
                     tracing::warn!(%error, "call records stored; the ack failed (a redelivery writes them over themselves)");
@@ -137,7 +141,11 @@ impl Auth {
     /// Stores a batch as one write. A record naming another placement than the subject it
     /// came on is dropped and counted (a node can only have written it on purpose); the
     /// count is returned so the caller can log it.
-    pub async fn store_calls(&self, origin: Origin<'_>, batch: CallBatch) -> Result<usize, AuthError> {
+    pub async fn store_calls(
+        &self,
+        origin: Origin<'_>,
+        batch: CallBatch,
+    ) -> Result<usize, AuthError> {
         let mut foreign = 0;
         let mut documents = Vec::with_capacity(batch.records.len());
         for (index, record) in batch.records.into_iter().enumerate() {
@@ -362,7 +370,9 @@ fn outcome_filter(outcome: i32) -> Result<Option<Outcome>, AuthError> {
         Ok(CallOutcome::Refused) => Outcome::Refused,
         Ok(CallOutcome::Cancelled) => Outcome::Cancelled,
         Ok(CallOutcome::Overloaded) => Outcome::Overloaded,
-        Err(_) => return Err(AuthError::invalid("outcome", format!("{outcome} is no call outcome"))),
+        Err(_) => {
+            return Err(AuthError::invalid("outcome", format!("{outcome} is no call outcome")));
+        }
     }))
 }
 
@@ -411,7 +421,13 @@ fn timestamp(ms: i64) -> Timestamp {
 mod tests {
     use super::*;
 
-    fn call(at_ms: i64, target: &str, caller: &str, duration_us: u64, outcome: Outcome) -> CallRecord {
+    fn call(
+        at_ms: i64,
+        target: &str,
+        caller: &str,
+        duration_us: u64,
+        outcome: Outcome,
+    ) -> CallRecord {
         CallRecord {
             at_ms,
             group: "team".into(),

@@ -26,7 +26,9 @@ pub use node::{
     NODE_LOAD_PREFIX, NODE_MAX_PAYLOAD, NODE_ROLE, NodeMinter, node_calls_subject,
     node_load_subject, node_user_name, parse_node_calls_subject, parse_node_load_subject,
 };
-pub use roles::{BusNames, CALLS_DURABLE, REBALANCER_LEASE_BUCKET, REBALANCER_STATE_BUCKET, Role, inbox_prefix};
+pub use roles::{
+    BusNames, CALLS_DURABLE, REBALANCER_LEASE_BUCKET, REBALANCER_STATE_BUCKET, Role, inbox_prefix,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {

@@ -70,7 +70,10 @@ pub(crate) fn node_scope(key: &KeyPair) -> ScopedKey {
     ScopedKey {
         key: key.public_key(),
         role: NODE_ROLE.to_owned(),
-        template: Permissions { publish: Rule::allow(publish), subscribe: Rule::allow(vec![inbox]) },
+        template: Permissions {
+            publish: Rule::allow(publish),
+            subscribe: Rule::allow(vec![inbox]),
+        },
         max_payload: NODE_MAX_PAYLOAD,
     }
 }
