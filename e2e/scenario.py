@@ -614,6 +614,65 @@ def api_get(cluster: Cluster, path: str) -> Any:
     return answer.json()
 
 
+def listed(answer: Any) -> list[Any]:
+    """A listing's items, whichever name the page gives them."""
+    if isinstance(answer, list):
+        return answer
+    return answer.get("items", answer.get("calls", []))
+
+
+def calls_on_record(cluster: Cluster, url: str, first_key: dict[str, Any], weather_tool: str) -> None:
+    """Issue 30: every call is on record. Calls with two keys (an ok, a tool error, an unknown
+    tool, a blocked tool earlier); read back from the API and the CLI with the right caller,
+    tool and outcome, and no argument values (the environment does not record them)."""
+    second = cluster.cli_json("keys", "create", "-g", GROUP, "e2e-second")
+    cluster.never_shown(second.get("plaintext", ""))
+    second_key, second_id = second["plaintext"], second["key"]["id"]
+    first_id = first_key["key"]["id"]
+    eventually("the second key accepted", 60, lambda: status_of(url, second_key) == 200)
+    check(mcp(url, second_key, add(20, 22)) == {"result": 42}, "a call with the second key")
+    sentinel = "e2e-argument-value-4b1d"
+
+    async def shout(c: Client) -> Any:
+        return (await c.call_tool("notes.shout", {"text": sentinel})).content[0].text
+    check(mcp(url, second_key, shout, mode="2026-07-28") == sentinel.upper() + "!", "notes.shout statelessly")
+    check(call_error(url, second_key, "notes.divide", {"a": 1, "b": 0}) is None, "a tool error is a result")
+    check(call_error(url, second_key, "notes.nope", {}) is not None, "an unknown tool is an error")
+
+    def second_calls() -> list[Any]:
+        calls = listed(api_get(cluster, f"/api/groups/{GROUP}/calls?caller={second_id}"))
+        if len(calls) < 4:
+            raise AssertionError(f"{len(calls)} of the second key's 4 calls on record")
+        return calls
+    calls = eventually("the second key's calls on record", 60, second_calls)
+    check(all(c["caller_id"] == second_id and c["caller_name"] == "e2e-second" for c in calls),
+          "every record names the second key", calls)
+    check(all(c["environment"] == "prod" and c["zone"] in ("local-a", "local-b") for c in calls),
+          "environment and zone on each record", calls)
+    outcomes = {c["target"]: c["outcome"] for c in calls}
+    check(outcomes.get("notes.add") == "ok" and outcomes.get("notes.shout") == "ok", "ok calls", outcomes)
+    check(outcomes.get("notes.divide") == "tool_error", "the tool error", outcomes)
+    check(outcomes.get("notes.nope") == "error", "the unknown tool", outcomes)
+    check(all(c["duration_us"] > 0 and c["response_bytes"] > 0 for c in calls), "durations and sizes", calls)
+    text = json.dumps(calls)
+    check(sentinel not in text and not any("arguments" in c for c in calls),
+          "no argument values unless the environment records them", text[:2000])
+
+    firsts = listed(api_get(cluster, f"/api/groups/{GROUP}/calls?caller={first_id}&tool=notes.add&outcome=ok"))
+    check(len(firsts) >= 3 and all(c["caller_name"] == "e2e" and c["target"] == "notes.add" for c in firsts),
+          "the first key's notes.add calls, filtered", firsts[:3])
+    blocked = listed(api_get(cluster, f"/api/groups/{GROUP}/calls?tool={weather_tool}&outcome=blocked"))
+    check(len(blocked) >= 1, "the blocked call on record", blocked)
+
+    cli_calls = listed(cluster.cli_json("calls", "-g", GROUP, "--caller", second_id))
+    check({c["target"] for c in cli_calls} >= {"notes.add", "notes.shout", "notes.divide", "notes.nope"},
+          "the CLI reads the same records", cli_calls)
+    table = cluster.cli("calls", "-g", GROUP, "--tool", "notes.divide").stdout
+    check("e2e-second" in table and "tool_error" in table, "the CLI's table names caller and outcome", table)
+    usage = cluster.cli_json("usage", "-g", GROUP, "--environment", "prod")
+    check(usage["total"]["calls"] >= 8, "the usage summary counts the calls", usage.get("total"))
+
+
 def reported_since(cluster: Cluster, since: float) -> bool:
     """Whether every load cell of the group has a report newer than `since` (epoch seconds)."""
     from datetime import datetime
@@ -776,6 +835,8 @@ def scenario(cluster: Cluster, people: sso.People) -> None:
     check(code == -32601, "-32601 for a blocked tool in a stateless request", code)
     ts = ts_client(url, plaintext, refused_tool=weather_tool)
     check(ts["refused"] == -32601 and weather_tool not in ts["tools"], "blocked for the TypeScript SDK too", ts)
+    step("every call on record: two keys, read back from the API and the CLI")
+    calls_on_record(cluster, url, key, weather_tool)
     cluster.cli("unblock", "prod", "-g", GROUP, "weather")
     eventually("weather back", 60, lambda: weather_tool in mcp(url, plaintext, tool_names))
     eventually("weather callable statelessly again", 60,

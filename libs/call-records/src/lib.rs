@@ -132,20 +132,33 @@ impl Batcher {
     /// The next batch: waits for a first record, then takes what else comes until the batch
     /// holds `max_batch` records or `max_wait` has passed since the first. `None` once every
     /// recorder is gone and the queue is empty.
+    ///
+    /// After the first record the queue is looked at every [`POLL`] instead of being woken by
+    /// each record: a wake-up per call would cost the node more than the record itself.
     pub async fn next(&mut self) -> Option<Vec<CallRecord>> {
         let first = self.queue.recv().await?;
         let mut batch = Vec::with_capacity(self.max_batch.min(1024));
         batch.push(first);
         let deadline = tokio::time::Instant::now() + self.max_wait;
-        while batch.len() < self.max_batch {
-            match tokio::time::timeout_at(deadline, self.queue.recv()).await {
-                Ok(Some(record)) => batch.push(record),
-                Ok(None) | Err(_) => break,
+        loop {
+            while batch.len() < self.max_batch {
+                match self.queue.try_recv() {
+                    Ok(record) => batch.push(record),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => return Some(batch),
+                }
             }
+            let now = tokio::time::Instant::now();
+            if batch.len() >= self.max_batch || now >= deadline {
+                return Some(batch);
+            }
+            tokio::time::sleep_until(deadline.min(now + POLL)).await;
         }
-        Some(batch)
     }
 }
+
+/// How often a batch being filled looks at the queue.
+pub const POLL: Duration = Duration::from_millis(20);
 
 /// A queue holding up to `capacity` records, handed on in batches of at most `max_batch`,
 /// each at most `max_wait` after its first record.

@@ -15,7 +15,7 @@ use ramen_bus::auth::{
     Credentials, NODE_MAX_PAYLOAD, node_calls_subject, parse_node_calls_subject,
 };
 use ramen_bus::{Bus, PublishOptions, Schema, Subject};
-use ramen_call_records::{Batcher, CallBatch, CallRecord, Outcome, Recorder};
+use ramen_call_records::{Batcher, CallRecord, Outcome, Recorder};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -171,7 +171,8 @@ pub async fn run(
         return;
     }
     let (schema, version) = ramen_call_records::BATCH_SCHEMA;
-    let subject: Subject<CallBatch> = Subject::new(name, Schema::new(schema, version));
+    // Batches go out as the JSON `encode` made of them: serialised once, never twice.
+    let subject: Subject<Box<RawValue>> = Subject::new(name, Schema::new(schema, version));
     let credentials = match Some(credentials)
         .filter(|c| !c.is_empty())
         .map(|c| Credentials::parse(&c))
@@ -203,10 +204,8 @@ pub async fn run(
             batch = batcher.next() => batch,
         };
         let Some(batch) = batch else { break };
-        for part in split(batch) {
-            let records = part.len();
-            let batch = CallBatch { records: part };
-            if let Err(err) = bus.publish(&subject, &batch, PublishOptions::default()).await {
+        for (records, json) in encode(batch) {
+            if let Err(err) = bus.publish(&subject, &json, PublishOptions::default()).await {
                 tracing::warn!(%err, records, "call records not taken by the stream; counted as lost");
                 recorder.count_lost(records);
             }
@@ -223,32 +222,42 @@ fn report_lost(node: &Node, recorder: &Recorder, reported: u64) -> u64 {
     lost
 }
 
-/// Splits a batch into parts whose JSON fits [`MAX_BATCH_BYTES`]. A single record too big
-/// on its own (huge arguments under a raised limit) goes without its arguments.
-fn split(batch: Vec<CallRecord>) -> Vec<Vec<CallRecord>> {
-    let size = |records: &[CallRecord]| {
-        records.iter().map(|r| serde_json::to_vec(r).map_or(0, |v| v.len() + 1)).sum::<usize>()
-    };
+/// The batch as `CallBatch` JSON, in parts that each fit [`MAX_BATCH_BYTES`], with how many
+/// records each holds. Serialised once when it fits (nearly always); a part too big is halved.
+/// A single record too big on its own (huge arguments under a raised limit) goes without its
+/// arguments.
+fn encode(batch: Vec<CallRecord>) -> Vec<(usize, Box<RawValue>)> {
     let mut out = Vec::new();
     let mut pending = vec![batch];
-    while let Some(mut part) = pending.pop() {
-        if part.len() > 1 && size(&part) > MAX_BATCH_BYTES {
-            let back = part.split_off(part.len() / 2);
+    while let Some(mut records) = pending.pop() {
+        let json = batch_json(&records);
+        if json.get().len() <= MAX_BATCH_BYTES {
+            out.push((records.len(), json));
+        } else if records.len() > 1 {
+            let back = records.split_off(records.len() / 2);
             pending.push(back);
-            pending.push(part);
-            continue;
+            pending.push(records);
+        } else {
+            records[0].arguments = Some(serde_json::json!({ "_omitted": "too large to record" }));
+            out.push((1, batch_json(&records)));
         }
-        if part.len() == 1 && size(&part) > MAX_BATCH_BYTES {
-            part[0].arguments = Some(serde_json::json!({ "_omitted": "too large to record" }));
-        }
-        out.push(part);
     }
     out
+}
+
+fn batch_json(records: &[CallRecord]) -> Box<RawValue> {
+    #[derive(serde::Serialize)]
+    struct Borrowed<'a> {
+        records: &'a [CallRecord],
+    }
+    let text = serde_json::to_string(&Borrowed { records }).unwrap_or_else(|_| r#"{"records":[]}"#.into());
+    RawValue::from_string(text).unwrap_or_else(|_| RawValue::from_string("{}".into()).unwrap_or_default())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ramen_call_records::CallBatch;
 
     fn record(n: i64, arguments: Option<serde_json::Value>) -> CallRecord {
         CallRecord {
@@ -274,15 +283,20 @@ mod tests {
     fn a_batch_is_split_under_the_payload_limit_in_order() {
         let big = serde_json::json!({ "text": "x".repeat(MAX_ARGUMENT_BYTES) });
         let batch: Vec<_> = (0..100).map(|n| record(n, Some(big.clone()))).collect();
-        let parts = split(batch);
+        let parts = encode(batch);
         assert!(parts.len() > 1, "100 × 8 KiB does not fit one payload");
-        let order: Vec<i64> = parts.iter().flatten().map(|r| r.at_ms).collect();
-        assert_eq!(order, (0..100).collect::<Vec<_>>(), "every record, in order");
-        for part in &parts {
-            let bytes: usize = part.iter().map(|r| serde_json::to_vec(r).unwrap().len()).sum();
-            assert!(bytes <= MAX_BATCH_BYTES, "{bytes}");
+        let mut order = Vec::new();
+        for (count, json) in &parts {
+            assert!(json.get().len() <= MAX_BATCH_BYTES, "{}", json.get().len());
+            let decoded: CallBatch = serde_json::from_str(json.get()).unwrap();
+            assert_eq!(decoded.records.len(), *count);
+            order.extend(decoded.records.iter().map(|r| r.at_ms));
         }
+        assert_eq!(order, (0..100).collect::<Vec<_>>(), "every record, in order");
         let small: Vec<_> = (0..3).map(|n| record(n, None)).collect();
-        assert_eq!(split(small).len(), 1, "a small batch goes whole");
+        let whole = encode(small.clone());
+        assert_eq!(whole.len(), 1, "a small batch goes whole");
+        let decoded: CallBatch = serde_json::from_str(whole[0].1.get()).unwrap();
+        assert_eq!(decoded, CallBatch { records: small });
     }
 }
