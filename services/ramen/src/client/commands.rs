@@ -203,6 +203,9 @@ pub enum EnvCmd {
         /// `allow`: the change is logged. Default: `review` for `prod`, `allow` otherwise.
         #[arg(long, value_parser = ["allow", "review"])]
         surface_changes: Option<String>,
+        /// Call records keep each call's arguments (secrets redacted); off by default.
+        #[arg(long)]
+        record_arguments: bool,
     },
     /// Show or set whether a deploy that changes the tool surface (names, descriptions,
     /// schemas) waits for a group admin's review (`review`) or only logs it (`allow`).
@@ -211,6 +214,15 @@ pub enum EnvCmd {
         #[arg(long, short, env = "RAMEN_GROUP")]
         group: String,
         #[arg(value_parser = ["allow", "review"])]
+        setting: Option<String>,
+    },
+    /// Show or set whether call records keep each call's arguments (secrets redacted). A
+    /// change reaches the nodes at the environment's next deploy.
+    RecordArguments {
+        name: String,
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(value_parser = ["on", "off"])]
         setting: Option<String>,
     },
     /// Environments of a group, or of every group you belong to.
@@ -467,9 +479,10 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
         "last_deploy.error",
     ];
     match cmd {
-        EnvCmd::Create { name, group, git_ref, zones, verbose, surface_changes } => {
+        EnvCmd::Create { name, group, git_ref, zones, verbose, surface_changes, record_arguments } => {
             let body = json!({ "name": name, "git_ref": git_ref, "zones": zones,
-                "verbose": verbose, "surface_changes": surface_changes });
+                "verbose": verbose, "surface_changes": surface_changes,
+                "record_arguments": record_arguments });
             print(
                 &api.call(Method::POST, &format!("/api/groups/{group}/environments"), Some(&body))
                     .await?,
@@ -494,6 +507,17 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
                 None => api.call(Method::GET, &path, None).await?,
             };
             print(&env, json, &["group", "name", "surface_changes"]);
+        }
+        EnvCmd::RecordArguments { name, group, setting } => {
+            let path = format!("/api/groups/{group}/environments/{name}");
+            let env = match setting {
+                Some(setting) => {
+                    let body = json!({ "record_arguments": setting == "on" });
+                    api.call(Method::PATCH, &path, Some(&body)).await?
+                }
+                None => api.call(Method::GET, &path, None).await?,
+            };
+            print(&env, json, &["group", "name", "record_arguments"]);
         }
         EnvCmd::Delete { name, group } => {
             api.call(Method::DELETE, &format!("/api/groups/{group}/environments/{name}"), None)
