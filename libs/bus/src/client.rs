@@ -112,7 +112,13 @@ impl Bus {
                 None => String::new(),
             },
         };
-        if !user.is_empty() && user.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        // Service users are `auth`, `zone-manager`, …; node users `node.<group>.<zone>`.
+        if !user.is_empty()
+            && user.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            && !user.starts_with('.')
+            && !user.ends_with('.')
+            && !user.contains("..")
+        {
             options = options.custom_inbox_prefix(inbox_prefix(&user));
         }
         let client = options

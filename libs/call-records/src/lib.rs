@@ -84,6 +84,9 @@ pub struct CallRecord {
     pub arguments: Option<serde_json::Value>,
 }
 
+/// The bus schema of a [`CallBatch`] (the `Ramen-Schema` header: name and version).
+pub const BATCH_SCHEMA: (&str, u32) = ("ramen.calls.v1.CallBatch", 1);
+
 /// What a node publishes: the records of one batch, all of one group and zone.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallBatch {

@@ -32,6 +32,10 @@ pub struct PolicyConfig {
     /// How callers authenticate and what each may call (the environment's setting). The
     /// default — keys, no rules — is what every node enforced before OAuth.
     pub auth: NodeAuth,
+    /// The environment the placement serves (its last deploy's), named by every call record.
+    pub environment: String,
+    /// Whether call records keep each call's arguments (redacted).
+    pub record_arguments: bool,
 }
 
 /// An environment's MCP authentication as a node enforces it.

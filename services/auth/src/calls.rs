@@ -7,14 +7,19 @@
 //! batch delivered twice (auth stopped before its ack) is written over itself, never twice.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use prost_types::Timestamp;
+use ramen_bus::auth::parse_node_calls_subject;
+use ramen_bus::auth::{CALLS_DLQ, CALLS_DURABLE, CALLS_STREAM, NODE_CALLS_FILTER};
+use ramen_bus::{Bus, ConsumerSpec, Schema, Subject, WorkStreamSpec};
 use ramen_call_records::{CallBatch, CallRecord, Outcome};
 use ramen_proto::auth::v1::{
     Action, CallOutcome, CallUsageRequest, CallUsageResponse, CallerUsage, QueryCallsRequest,
     QueryCallsResponse, TargetUsage, UsageBucket, UsageFigures, UsageWindow,
 };
 use ramen_store::Query;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::AuthError;
 use crate::model::now_ms;
@@ -37,11 +42,110 @@ pub struct Origin<'a> {
     pub sequence: u64,
 }
 
+/// Batches wait this long in the stream for auth (down, or its store down) before the
+/// oldest go: records are kept, not piled up forever.
+const STREAM_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// A failed store write is retried after this.
+const RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// Every node's call-record batches.
+pub fn batches() -> Subject<CallBatch> {
+    let (name, version) = ramen_call_records::BATCH_SCHEMA;
+    Subject::new(NODE_CALLS_FILTER, Schema::new(name, version))
+}
+
+/// The stream the nodes' batches wait in until auth has stored them.
+pub async fn ensure_stream(bus: &Bus) -> Result<(), ramen_bus::BusError> {
+    bus.ensure_work_stream(&WorkStreamSpec {
+        name: CALLS_STREAM.to_owned(),
+        subjects: vec![NODE_CALLS_FILTER.to_owned()],
+        max_age: STREAM_MAX_AGE,
+        max_payload: ramen_bus::auth::NODE_MAX_PAYLOAD as i32,
+        dlq_name: CALLS_DLQ.to_owned(),
+        ..WorkStreamSpec::default()
+    })
+    .await
+}
+
+/// Stores the nodes' batches until `stop`. A batch the store refuses is retried; after the
+/// last attempt it is parked in `RAMEN_CALLS_DLQ` (the dead-letter admin shows it), never
+/// dropped unseen. Replicas of auth share the durable, so each batch is stored by one.
+pub async fn ingest(auth: Auth, bus: Bus, stop: CancellationToken) {
+    let spec = ConsumerSpec {
+        stream: CALLS_STREAM.to_owned(),
+        durable: CALLS_DURABLE.to_owned(),
+        max_deliver: 10,
+        ..ConsumerSpec::default()
+    };
+    let mut consumer = loop {
+        match bus.work_consumer(spec.clone(), &batches()).await {
+            Ok(consumer) => break consumer,
+            Err(error) => {
+                tracing::warn!(%error, "call records: cannot open the consumer yet");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(RETRY_DELAY) => {}
+                }
+            }
+        }
+    };
+    loop {
+        let delivery = tokio::select! {
+            () = stop.cancelled() => return,
+            next = consumer.next() => next,
+        };
+        let mut delivery = match delivery {
+            Ok(delivery) => delivery,
+            Err(error) => {
+                tracing::warn!(%error, "call records: pull failed");
+                tokio::time::sleep(RETRY_DELAY).await;
+                continue;
+            }
+        };
+        let Some((group, zone)) =
+            parse_node_calls_subject(delivery.subject()).map(|(g, z)| (g.to_owned(), z.to_owned()))
+        else {
+            let _ = delivery.dead_letter("not a node's call-records subject").await;
+            continue;
+        };
+        let (group, zone) = (group.as_str(), zone.as_str());
+        let origin = Origin { group, zone, sequence: delivery.stream_sequence() };
+        let batch = std::mem::take(&mut delivery.payload);
+        match auth.store_calls(origin, batch).await {
+            Ok(foreign) => {
+                if foreign > 0 {
+                    tracing::warn!(
+                        group,
+                        zone,
+                        foreign,
+                        "call records naming another placement than their subject were dropped"
+                    );
+                }
+                if let Err(error) = delivery.ack().await {
+                    tracing::warn!(%error, "call records stored; the ack failed (a redelivery writes them over themselves)");
+                }
+            }
+            Err(error) if delivery.is_last_attempt() => {
+                tracing::error!(%error, group, zone, "call records not stored after every attempt: parked in the dead-letter stream");
+                let _ = delivery.dead_letter(&format!("not stored: {error}")).await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, group, zone, "call records not stored yet; retrying");
+                let _ = delivery.nak(Some(RETRY_DELAY)).await;
+            }
+        }
+    }
+}
+
 impl Auth {
     /// Stores a batch as one write. A record naming another placement than the subject it
     /// came on is dropped and counted (a node can only have written it on purpose); the
     /// count is returned so the caller can log it.
-    pub async fn store_calls(&self, origin: Origin<'_>, batch: CallBatch) -> Result<usize, AuthError> {
+    pub async fn store_calls(
+        &self,
+        origin: Origin<'_>,
+        batch: CallBatch,
+    ) -> Result<usize, AuthError> {
         let mut foreign = 0;
         let mut documents = Vec::with_capacity(batch.records.len());
         for (index, record) in batch.records.into_iter().enumerate() {
@@ -266,7 +370,9 @@ fn outcome_filter(outcome: i32) -> Result<Option<Outcome>, AuthError> {
         Ok(CallOutcome::Refused) => Outcome::Refused,
         Ok(CallOutcome::Cancelled) => Outcome::Cancelled,
         Ok(CallOutcome::Overloaded) => Outcome::Overloaded,
-        Err(_) => return Err(AuthError::invalid("outcome", format!("{outcome} is no call outcome"))),
+        Err(_) => {
+            return Err(AuthError::invalid("outcome", format!("{outcome} is no call outcome")));
+        }
     }))
 }
 
@@ -315,7 +421,13 @@ fn timestamp(ms: i64) -> Timestamp {
 mod tests {
     use super::*;
 
-    fn call(at_ms: i64, target: &str, caller: &str, duration_us: u64, outcome: Outcome) -> CallRecord {
+    fn call(
+        at_ms: i64,
+        target: &str,
+        caller: &str,
+        duration_us: u64,
+        outcome: Outcome,
+    ) -> CallRecord {
         CallRecord {
             at_ms,
             group: "team".into(),

@@ -123,6 +123,9 @@ pub async fn launch(platform: Platform) -> Result<Started, StartError> {
     let routes = tonic::service::Routes::new(AuthServiceServer::new(grpc::AuthGrpc(auth.clone())));
     let (addr, handle) =
         platform.serve_grpc(config.listen.auth, routes, ramen_access::audience::AUTH).await?;
+    calls::ensure_stream(&platform.bus).await?;
+    let (ingest, bus) = (auth.clone(), platform.bus.clone());
+    platform.tasks.spawn("auth-call-records", move |stop| calls::ingest(ingest, bus, stop));
     let sweeper = auth.clone();
     platform.tasks.spawn("auth-refresh-sweeper", move |stop| async move {
         loop {

@@ -290,6 +290,8 @@ impl RunnerService for AdminService {
             ip_allow: policy.ip_allow,
             trusted_proxies: policy.trusted_proxies,
             auth: ramen_node_contract::NodeAuth::from_wire(policy.auth.as_ref()),
+            environment: policy.environment,
+            record_arguments: policy.record_arguments,
             ..Default::default()
         };
         let applied =

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod build_env;
+pub mod call_log;
 pub mod catalog;
 pub mod cli;
 pub mod config;

@@ -55,6 +55,8 @@ pub struct NodeMetrics {
     pub runtime_relists: Counter,
     pub blocked_calls: Counter,
     pub sessions: Gauge,
+    /// Call records dropped (the queue was full) or not taken by the stream.
+    pub call_records_lost: Counter,
     /// The series one (method, package, tool, outcome) records into, found once: each
     /// family's `get_or_create` builds its labels' strings and hashes them, four times per
     /// call. The handles share their values with the families' series.
@@ -102,6 +104,7 @@ impl NodeMetrics {
             runtime_restarts: Counter::default(),
             runtime_relists: Counter::default(),
             blocked_calls: Counter::default(),
+            call_records_lost: Counter::default(),
             sessions: Gauge::default(),
             series: Arc::default(),
         };
@@ -164,6 +167,12 @@ impl NodeMetrics {
             "mcp_sessions",
             "Open MCP sessions",
             this.sessions.clone(),
+        );
+        metrics.register_labelled(
+            &labels,
+            "call_records_lost",
+            "Call records dropped because the node's queue was full, or not taken by the calls stream",
+            this.call_records_lost.clone(),
         );
         this
     }

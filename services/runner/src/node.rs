@@ -72,6 +72,8 @@ pub struct Node {
     /// Stateless calls waiting for their client's answer (2026-07-28 multi-round-trip).
     pub parked: Parked,
     pub metrics: NodeMetrics,
+    /// Where this node's calls are recorded (off outside a placement).
+    pub calls: crate::call_log::CallLog,
     in_flight: AtomicUsize,
     draining: AtomicBool,
     loaded_commit: Mutex<String>,
@@ -107,10 +109,17 @@ impl Node {
             sessions: Sessions::default(),
             changes: Arc::default(),
             metrics,
+            calls: crate::call_log::CallLog::default(),
             in_flight: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
             loaded_commit: Mutex::new(String::new()),
         }
+    }
+
+    /// Records this node's calls into `calls`.
+    pub fn with_call_log(mut self, calls: crate::call_log::CallLog) -> Self {
+        self.calls = calls;
+        self
     }
 
     pub fn policy(&self) -> Arc<Policy> {

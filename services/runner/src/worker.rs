@@ -131,13 +131,26 @@ impl Worker {
             None => config.policy.clone(),
         };
         let policy = Policy::compile(policy).map_err(|e| WorkerError::Config(e.to_string()))?;
-        let node = Arc::new(Node::new(
-            settings(&config),
-            identity(&config),
-            policy,
-            runtime,
-            node_metrics,
-        ));
+        // Calls are recorded where they can be published: a node of a placement with a bus.
+        let publisher = (!config.nats_url.is_empty()).then(crate::call_log::queue);
+        let call_log = match &publisher {
+            Some((recorder, _)) => {
+                let secrets = config.env.values().cloned().collect();
+                crate::call_log::CallLog::new(recorder.clone(), secrets)
+            }
+            None => crate::call_log::CallLog::default(),
+        };
+        let node = Arc::new(
+            Node::new(settings(&config), identity(&config), policy, runtime, node_metrics)
+                .with_call_log(call_log),
+        );
+        if let Some((recorder, batcher)) = publisher {
+            let (node, url) = (node.clone(), config.nats_url.clone());
+            let credentials = config.nats_credentials.0.clone();
+            tasks.spawn("call-records", move |token| {
+                crate::call_log::run(node, batcher, recorder, url, credentials, token)
+            });
+        }
         let blob = open_blob(&config).await?;
         let reloader = Arc::new(Reloader {
             workdir,

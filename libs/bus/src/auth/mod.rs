@@ -7,7 +7,8 @@
 //! - [`AuthKeys`]: the operator, system account, ramen account and node signing key; the
 //!   server configuration and service credentials derived from them.
 //! - [`Role`]: one user per service, with exactly the subjects its code uses.
-//! - [`NodeMinter`]: a node's user, which may publish its own load subject and nothing else.
+//! - [`NodeMinter`]: a node's user, which may publish its own load and call-record subjects,
+//!   read its own inbox, and nothing else.
 //! - [`Credentials`]: a user's `.creds` (JWT + seed), what [`crate::Bus::connect_as`] takes.
 
 mod creds;
@@ -21,10 +22,13 @@ use std::path::Path;
 pub use creds::Credentials;
 pub use keys::{ACCOUNT_NAME, AuthKeys, MAX_CONTROL_LINE, NODE_SIGNING_FILE, SERVER_CONFIG_FILE};
 pub use node::{
-    NODE_LOAD_FILTER, NODE_LOAD_PREFIX, NODE_ROLE, NodeMinter, node_load_subject,
-    parse_node_load_subject,
+    CALLS_DLQ, CALLS_STREAM, NODE_CALLS_FILTER, NODE_CALLS_PREFIX, NODE_LOAD_FILTER,
+    NODE_LOAD_PREFIX, NODE_MAX_PAYLOAD, NODE_ROLE, NodeMinter, node_calls_subject,
+    node_load_subject, node_user_name, parse_node_calls_subject, parse_node_load_subject,
 };
-pub use roles::{BusNames, REBALANCER_LEASE_BUCKET, REBALANCER_STATE_BUCKET, Role, inbox_prefix};
+pub use roles::{
+    BusNames, CALLS_DURABLE, REBALANCER_LEASE_BUCKET, REBALANCER_STATE_BUCKET, Role, inbox_prefix,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {

@@ -1,5 +1,5 @@
-//! Node users: a worker node may publish its own load reports, on a subject naming its group
-//! and zone, and nothing else. The zone-manager mints one user per placement when it writes a
+//! Node users: a worker node may publish its own load reports and call records, on subjects
+//! naming its group and zone, read the acks of its own publishes, and nothing else. The zone-manager mints one user per placement when it writes a
 //! node config, with the account's node signing key. That key is *scoped*: the account JWT
 //! fixes the permissions of every user it signs (the template below), so the zone-manager
 //! holding it can mint load reporters and nothing more, and the server — not ramen — expands
@@ -16,10 +16,19 @@ use super::{AuthError, Credentials};
 pub const NODE_LOAD_PREFIX: &str = "ramen.load.v1.node";
 /// Every node's load reports (what the rebalancer subscribes to).
 pub const NODE_LOAD_FILTER: &str = "ramen.load.v1.node.>";
+/// Where every node's call records go: `ramen.calls.v1.node.<group>.<zone>` (JetStream).
+pub const NODE_CALLS_PREFIX: &str = "ramen.calls.v1.node";
+/// Every node's call records: the subjects of [`CALLS_STREAM`].
+pub const NODE_CALLS_FILTER: &str = "ramen.calls.v1.node.>";
+/// The work-queue stream keeping call records until auth has stored them.
+pub const CALLS_STREAM: &str = "RAMEN_CALLS";
+/// Its dead-letter stream: batches auth could not store after every attempt.
+pub const CALLS_DLQ: &str = "RAMEN_CALLS_DLQ";
 /// The role the node signing key carries in the account JWT.
 pub const NODE_ROLE: &str = "node";
-/// A load report is a few hundred bytes.
-const NODE_MAX_PAYLOAD: i64 = 64 * 1024;
+/// A load report is a few hundred bytes; a batch of call records is kept under this by the
+/// node (it splits a larger one).
+pub const NODE_MAX_PAYLOAD: i64 = 256 * 1024;
 
 /// The subject a node of `group` in `zone` publishes its load on.
 pub fn node_load_subject(group: &str, zone: &str) -> String {
@@ -33,13 +42,38 @@ pub fn parse_node_load_subject(subject: &str) -> Option<(&str, &str)> {
     (!group.is_empty() && !zone.is_empty() && !zone.contains('.')).then_some((group, zone))
 }
 
-/// The node signing key's scope in the account JWT.
+/// The subject a node of `group` in `zone` publishes its call records on.
+pub fn node_calls_subject(group: &str, zone: &str) -> String {
+    format!("{NODE_CALLS_PREFIX}.{group}.{zone}")
+}
+
+/// `(group, zone)` of a call-records subject; `None` for anything else.
+pub fn parse_node_calls_subject(subject: &str) -> Option<(&str, &str)> {
+    let rest = subject.strip_prefix(NODE_CALLS_PREFIX)?.strip_prefix('.')?;
+    let (group, zone) = rest.split_once('.')?;
+    (!group.is_empty() && !zone.is_empty() && !zone.contains('.')).then_some((group, zone))
+}
+
+/// The user name of the nodes of `group` in `zone`; its inbox is `_INBOX_<name>`.
+pub fn node_user_name(group: &str, zone: &str) -> String {
+    format!("node.{group}.{zone}")
+}
+
+/// The node signing key's scope in the account JWT: publish the placement's load and call
+/// subjects; subscribe to the placement's own inbox only, where JetStream's acks of its call
+/// records arrive (so a record the stream did not take is counted, not assumed stored).
 pub(crate) fn node_scope(key: &KeyPair) -> ScopedKey {
-    let subject = format!("{NODE_LOAD_PREFIX}.{{{{tag(group)}}}}.{{{{tag(zone)}}}}");
+    let placement = "{{tag(group)}}.{{tag(zone)}}";
+    let publish =
+        vec![format!("{NODE_LOAD_PREFIX}.{placement}"), format!("{NODE_CALLS_PREFIX}.{placement}")];
+    let inbox = format!("{}.>", super::inbox_prefix(&format!("node.{placement}")));
     ScopedKey {
         key: key.public_key(),
         role: NODE_ROLE.to_owned(),
-        template: Permissions { publish: Rule::allow(vec![subject]), subscribe: Rule::nothing() },
+        template: Permissions {
+            publish: Rule::allow(publish),
+            subscribe: Rule::allow(vec![inbox]),
+        },
         max_payload: NODE_MAX_PAYLOAD,
     }
 }
@@ -89,7 +123,7 @@ impl NodeMinter {
         let raw: [u8; 32] = mac.finalize().into_bytes().into();
         let user = KeyPair::new_from_raw(KeyPairType::User, raw).map_err(AuthError::key)?;
         let tags = [format!("group:{group}"), format!("zone:{zone}")];
-        let name = format!("node.{group}.{zone}");
+        let name = node_user_name(group, zone);
         let token = jwt::scoped_user(&self.key, &self.account, &user.public_key(), &name, &tags)?;
         Credentials::new(token, user.seed().map_err(AuthError::key)?)
     }

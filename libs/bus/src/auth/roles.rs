@@ -7,13 +7,16 @@
 //! another service's durable consumer, subscribe to another service's inbox (every user has
 //! its own prefix, `_INBOX_<user>`, so JetStream API replies stay with who asked), publish an
 //! event another service owns. Nodes are not here: their users come from a scoped signing key
-//! ([`super::node_template`]) and may publish one load subject and nothing else.
+//! ([`super::node_template`]) and may publish their load and call-record subjects and nothing
+//! else.
 
 use super::jwt::{Permissions, Rule};
 
 /// The rebalancer's buckets (`services/rebalancer/src/scheduler/mod.rs`).
 pub const REBALANCER_LEASE_BUCKET: &str = "ramen-rebalancer-lease";
 pub const REBALANCER_STATE_BUCKET: &str = "ramen-rebalancer-state";
+/// Auth's durable on the calls stream (`services/auth/src/calls.rs`).
+pub const CALLS_DURABLE: &str = "auth-calls";
 /// The durable of the dead-letter mover (`advisory.rs`), on `<dlq>_ADVISORIES`.
 const MOVER_DURABLE: &str = "ramen-dlq-mover";
 
@@ -102,9 +105,17 @@ pub fn inbox_prefix(name: &str) -> String {
     format!("_INBOX_{name}")
 }
 
-/// `services/auth`: publishes its events.
+/// `services/auth`: publishes its events; stores the nodes' call records.
 fn auth(g: &mut Grants, n: &BusNames) {
     g.ensure_stream(&n.events_stream); // events.rs: ramen_service::ensure_event_stream at start
+    // calls.rs ingest: ensure_work_stream creates the calls stream, its DLQ and advisories.
+    let (calls, calls_dlq) = (super::CALLS_STREAM, super::CALLS_DLQ);
+    let advisories = crate::streams::advisory_stream(calls_dlq);
+    for stream in [calls, calls_dlq, advisories.as_str()] {
+        g.ensure_stream(stream);
+    }
+    g.durable(calls, CALLS_DURABLE); // calls.rs ingest: pulls every node's batches
+    g.publish(&crate::streams::dlq_subject(calls_dlq, ">")); // calls.rs: a batch never stored
     g.publish("ramen.events.v1.audit.appended"); // audit.rs: every audited action
     g.publish("ramen.events.v1.mcp_key.changed"); // keys.rs: key created / revoked
     g.publish("ramen.events.v1.service_account.changed"); // service_account.rs: rules set

@@ -125,3 +125,39 @@ async fn the_node_signing_key_mints_nothing_but_load_reporters() -> anyhow::Resu
     refused_publish(&bus, &node_load_subject("victim", "z1")).await;
     Ok(())
 }
+
+/// Call records: a node's batches land in the calls stream with JetStream's ack (which needs
+/// the node's own inbox), a batch for another placement is refused, and so is reading another
+/// placement's inbox, where its acks and anything else addressed to it arrive.
+#[tokio::test]
+async fn a_node_stores_its_own_call_records_and_reads_only_its_own_inbox() -> anyhow::Result<()> {
+    use ramen_bus::auth::{CALLS_DLQ, CALLS_STREAM, NODE_CALLS_FILTER, node_calls_subject};
+    let nats = OperatorNats::start().await?;
+    platform(&nats).await?;
+    let auth = nats.connect(Role::Auth).await?;
+    auth.ensure_work_stream(&WorkStreamSpec {
+        name: CALLS_STREAM.into(),
+        subjects: vec![NODE_CALLS_FILTER.into()],
+        dlq_name: CALLS_DLQ.into(),
+        ..WorkStreamSpec::default()
+    })
+    .await?;
+
+    let credentials = nats.node_minter().mint("victim", "z1")?;
+    let node = Bus::connect_as(&nats.url(), "runner-1", Some(&credentials)).await?;
+    let ack = node
+        .jetstream()
+        .publish(node_calls_subject("victim", "z1"), "{\"records\":[]}".into())
+        .await?
+        .await?;
+    assert_eq!(ack.stream, CALLS_STREAM, "stored, and the ack reached the node");
+
+    refused_publish(&node, &node_calls_subject("other", "z1")).await;
+    let _spy = node.client().subscribe("_INBOX_node.other.z1.>").await?;
+    node.client().flush().await?;
+    assert_refused(&node, "subscription", "_INBOX_node.other.z1.>").await;
+
+    let mut stream = auth.jetstream().get_stream(CALLS_STREAM).await?;
+    assert_eq!(stream.info().await?.state.messages, 1, "only the node's own batch");
+    Ok(())
+}

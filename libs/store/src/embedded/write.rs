@@ -75,7 +75,11 @@ pub(super) fn update(
     })
 }
 
-pub(super) fn put_many(db: &Database, coll: &str, docs: &[(String, Value)]) -> Result<(), StoreError> {
+pub(super) fn put_many(
+    db: &Database,
+    coll: &str,
+    docs: &[(String, Value)],
+) -> Result<(), StoreError> {
     in_txn(db, |txn| {
         for (id, doc) in docs {
             write_doc(txn, coll, id, doc, &|current| Ok(current.map_or(1, |v| v + 1)))?;

@@ -3,6 +3,7 @@
 mod access;
 mod audit;
 mod bootstrap;
+mod calls;
 mod keys;
 mod secrets;
 mod service_account;

@@ -24,8 +24,10 @@ use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, OVER
 use super::modern::park::Question;
 use super::modern::stateless::{self, Asked, Stateless};
 use super::session::{Session, log_level_rank, sse_event};
+use crate::call_log::CallNote;
 use crate::node::{Node, Slot};
 use crate::runtime::{CANCELLED, CallEvent, RpcError};
+use ramen_call_records::Outcome;
 
 /// What the client said it accepts on a POST.
 #[derive(Clone, Copy, Debug)]
@@ -148,6 +150,8 @@ pub(crate) struct ActiveCall {
     started: Instant,
     progress_token: Option<Box<RawValue>>,
     accepts: Accepts,
+    /// The call's record, written when it ends (`None`: calls are not recorded here).
+    note: Option<CallNote>,
     /// Open for as long as the runtime works on the call (closed when this is dropped).
     _span: tracing::Span,
 }
@@ -162,12 +166,45 @@ impl Drop for ActiveCall {
             let seconds = self.started.elapsed().as_secs_f64();
             let tool = self.tool.as_deref();
             self.node.metrics.record_call(&self.method, &self.package, tool, "cancelled", seconds);
+            if let Some(note) = self.note.take() {
+                self.node.calls.finish(&self.node, note, self.started, Outcome::Cancelled, 0, 0);
+            }
         }
     }
 }
 
+/// Records a call answered without reaching the runtime (refused, blocked, overloaded, …).
+pub(crate) fn record_reply(
+    node: &Node,
+    note: Option<CallNote>,
+    started: Instant,
+    outcome: Outcome,
+    reply: &Reply,
+) {
+    let Some(note) = note else { return };
+    let body = match reply {
+        Reply::Json(body) | Reply::Status(_, body) | Reply::Overloaded(body) => body.as_str(),
+        Reply::Sse(_) => "",
+    };
+    let code = if outcome == Outcome::Error { error_code(body) } else { 0 };
+    node.calls.finish(node, note, started, outcome, code, body.len());
+}
+
+/// The `error.code` of a JSON-RPC error response; 0 when it has none.
+fn error_code(body: &str) -> i64 {
+    #[derive(Deserialize)]
+    struct Response {
+        error: Option<Code>,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    serde_json::from_str::<Response>(body).ok().and_then(|r| r.error).map_or(0, |e| e.code)
+}
+
 #[allow(clippy::too_many_arguments)]
-pub async fn run(
+pub(crate) async fn run(
     node: &Arc<Node>,
     scope: Scope,
     id: &RawValue,
@@ -177,6 +214,7 @@ pub async fn run(
     request: RuntimeRequest,
     accepts: Accepts,
     started: Instant,
+    note: Option<CallNote>,
 ) -> Reply {
     let id_text = id.get().to_owned();
     let Some(slot) = node.try_slot() else {
@@ -184,14 +222,18 @@ pub async fn run(
         node.metrics.record_call(method, &package, tool.as_deref(), "overloaded", seconds);
         let message =
             format!("node at its cap of {} calls in flight; retry", node.settings.in_flight_cap);
-        return Reply::Overloaded(jsonrpc::error(Some(&id_text), OVERLOADED, &message, None));
+        let reply = Reply::Overloaded(jsonrpc::error(Some(&id_text), OVERLOADED, &message, None));
+        record_reply(node, note, started, Outcome::Overloaded, &reply);
+        return reply;
     };
     let (rid, events) = match node.runtime.call(|rid| request.frame(rid)) {
         Ok(call) => call,
         Err(err) => {
             let seconds = started.elapsed().as_secs_f64();
             node.metrics.record_call(method, &package, tool.as_deref(), "error", seconds);
-            return Reply::Json(jsonrpc::error(Some(&id_text), err.code, &err.message, None));
+            let reply = Reply::Json(jsonrpc::error(Some(&id_text), err.code, &err.message, None));
+            record_reply(node, note, started, Outcome::Error, &reply);
+            return reply;
         }
     };
     if let Scope::Session(session) = &scope {
@@ -212,6 +254,7 @@ pub async fn run(
         started,
         progress_token: request.progress_token,
         accepts,
+        note,
         _span: span,
     };
     drive(call).await
@@ -307,6 +350,7 @@ impl ActiveCall {
     fn finish(&mut self, outcome: Result<Box<RawValue>, RpcError>) -> String {
         self.finished = true;
         let modern = matches!(self.scope, Scope::Stateless(_));
+        let mut code = 0;
         let (body, label) = match outcome {
             Ok(result) => {
                 let raw = result.get();
@@ -324,6 +368,7 @@ impl ActiveCall {
                 if modern && err.code == stateless::LEGACY_RESOURCE_NOT_FOUND {
                     err.code = INVALID_PARAMS; // 2026-07-28 retired -32002
                 }
+                code = err.code;
                 (jsonrpc::error(Some(&self.id), err.code, &err.message, err.data.as_ref()), label)
             }
         };
@@ -334,6 +379,15 @@ impl ActiveCall {
             label,
             self.started.elapsed().as_secs_f64(),
         );
+        if let Some(note) = self.note.take() {
+            let outcome = match label {
+                "ok" => Outcome::Ok,
+                "tool_error" => Outcome::ToolError,
+                "cancelled" => Outcome::Cancelled,
+                _ => Outcome::Error,
+            };
+            self.node.calls.finish(&self.node, note, self.started, outcome, code, body.len());
+        }
         body
     }
 

@@ -21,6 +21,7 @@ use super::utilities;
 use crate::catalog::Kind;
 use crate::node::Node;
 use crate::policy::CallerId;
+use ramen_call_records::Outcome;
 
 /// Answers one request of an initialized session.
 pub async fn dispatch(
@@ -274,6 +275,7 @@ pub(crate) async fn call_runtime(
         "tools/call" => policy.tool_hidden(p, target),
         _ => policy.package_hidden(p),
     });
+    let note = node.calls.note(node, call.caller, method, target, call.arguments);
     let grant = policy.grant(call.caller);
     let refused = !hidden
         && package.is_some_and(|p| match method {
@@ -290,11 +292,13 @@ pub(crate) async fn call_runtime(
             "refused",
             started.elapsed().as_secs_f64(),
         );
-        return Reply::error(
+        let reply = Reply::error(
             id_text,
             METHOD_NOT_FOUND,
             &ramen_call_rules::not_available_message(method, target),
         );
+        calls::record_reply(node, note, started, Outcome::Refused, &reply);
+        return reply;
     }
     if hidden {
         node.metrics.blocked_calls.inc();
@@ -305,7 +309,9 @@ pub(crate) async fn call_runtime(
             "blocked",
             started.elapsed().as_secs_f64(),
         );
-        return Reply::error(id_text, METHOD_NOT_FOUND, &blocked_message(method, target));
+        let reply = Reply::error(id_text, METHOD_NOT_FOUND, &blocked_message(method, target));
+        calls::record_reply(node, note, started, Outcome::Blocked, &reply);
+        return reply;
     }
     if let Err(refused) = check(&catalog) {
         node.metrics.record_call(
@@ -315,6 +321,7 @@ pub(crate) async fn call_runtime(
             "error",
             started.elapsed().as_secs_f64(),
         );
+        calls::record_reply(node, note, started, Outcome::Error, &refused);
         return refused;
     }
     let request = calls::RuntimeRequest {
@@ -342,6 +349,7 @@ pub(crate) async fn call_runtime(
         request,
         accepts,
         started,
+        note,
     )
     .await
 }

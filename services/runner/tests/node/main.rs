@@ -15,6 +15,7 @@ mod errors;
 mod kinds;
 mod limits;
 mod official;
+mod records;
 mod reload;
 mod sandbox;
 mod stateless;

@@ -114,6 +114,7 @@ impl ZoneApi {
                 key_hashes: None,
                 deploy_keys: Some(config.deploy_keys.clone()),
                 auth: policy.auth,
+                record_arguments: Some(policy.record_arguments),
             };
             let template = conv::template(config)?;
             self.manager.write_config(&caller, &r.group, &r.zone, template, live).await
@@ -140,6 +141,7 @@ impl ZoneApi {
             key_hashes: r.key_hashes.map(|k| k.keys),
             deploy_keys: r.clear_deploy_keys.then(Vec::new),
             auth: r.auth,
+            record_arguments: None,
         };
         let result = self.manager.update_live_policy(&caller, &r.group, &r.zone, live).await;
         let placement = self

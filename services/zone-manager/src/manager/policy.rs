@@ -18,6 +18,8 @@ pub struct LivePolicy {
     pub key_hashes: Option<Vec<KeyHash>>,
     pub deploy_keys: Option<Vec<KeyHash>>,
     pub auth: Option<ramen_proto::common::v1::McpAuth>,
+    /// Whether call records keep arguments (the environment's setting, with each config).
+    pub record_arguments: Option<bool>,
 }
 
 /// What `SetIpRules` did.
@@ -227,5 +229,8 @@ fn apply_live(placement: &mut PlacementRecord, live: &LivePolicy) {
     }
     if let Some(auth) = &live.auth {
         placement.auth = Some(auth.clone());
+    }
+    if let Some(record_arguments) = live.record_arguments {
+        placement.record_arguments = record_arguments;
     }
 }

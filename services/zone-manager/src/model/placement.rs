@@ -43,6 +43,9 @@ pub struct PlacementRecord {
     /// The environment's MCP authentication, as the deployer resolved it (unset: keys only).
     #[serde(default)]
     pub auth: Option<McpAuth>,
+    /// Whether call records keep arguments (the environment's, from the last config).
+    #[serde(default)]
+    pub record_arguments: bool,
     pub status: PlacementPhase,
     pub status_message: String,
     /// Environment and commit of the last config written (what the next restart loads).
@@ -80,6 +83,7 @@ impl Default for PlacementRecord {
             key_hashes: Vec::new(),
             deploy_keys: Vec::new(),
             auth: None,
+            record_arguments: false,
             status: PlacementPhase::Pending,
             status_message: String::new(),
             environment: String::new(),

@@ -29,6 +29,8 @@ pub fn policy_config(
         allowed_origins: Vec::new(),
         verbose,
         auth: ramen_node_contract::NodeAuth::from_wire(policy.auth.as_ref()),
+        environment: policy.environment,
+        record_arguments: policy.record_arguments,
     }
 }
 
@@ -53,6 +55,8 @@ pub fn node_policy(record: &PlacementRecord, trusted_proxies: &[String]) -> Node
         ip_allow: record.ip_rules.clone(),
         trusted_proxies: trusted_proxies.to_vec(),
         auth: record.auth.clone(),
+        environment: record.environment.clone(),
+        record_arguments: record.record_arguments,
     }
 }
 

@@ -1,0 +1,288 @@
+//! Call records: each `tools/call`, `resources/read` and `prompts/get` this node answers leaves
+//! one [`CallRecord`] (who, what, how long, how it ended, the sizes). A call only puts its
+//! record on a bounded queue (`ramen_call_records::Recorder`, never waiting); a background
+//! task publishes the queue in batches on `ramen.calls.v1.node.<group>.<zone>` and waits for
+//! JetStream's ack. A record the queue had no room for, or a batch the stream did not take,
+//! is counted (`ramen_call_records_lost_total`), never silently gone.
+//!
+//! Arguments are kept only where the environment says so (`record_arguments`), redacted:
+//! secret-looking field names and the values of the environment's secrets.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ramen_bus::auth::{
+    Credentials, NODE_MAX_PAYLOAD, node_calls_subject, parse_node_calls_subject,
+};
+use ramen_bus::{Bus, PublishOptions, Schema, Subject};
+use ramen_call_records::{Batcher, CallBatch, CallRecord, Outcome, Recorder};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use crate::node::Node;
+use crate::policy::CallerId;
+
+/// Records a node holds while the bus is slow or away: about a few MB.
+const QUEUE_CAPACITY: usize = 10_000;
+/// Records per batch, and the longest a record waits for its batch.
+const BATCH_RECORDS: usize = 500;
+const BATCH_WAIT: Duration = Duration::from_millis(200);
+/// Arguments bigger than this are recorded as their size only.
+const MAX_ARGUMENT_BYTES: usize = 8 * 1024;
+/// A batch is split until it is this small: under the node user's payload limit.
+const MAX_BATCH_BYTES: usize = (NODE_MAX_PAYLOAD as usize) * 3 / 4;
+
+/// Where a node's calls are recorded: off for a node outside a placement or without a bus.
+#[derive(Default)]
+pub struct CallLog {
+    recorder: Option<Recorder>,
+    /// The environment's secret values (the node config's `env`), redacted from arguments.
+    secrets: Vec<String>,
+}
+
+/// What a call's record knows when the call starts. `request_bytes` is the size of what the
+/// call names and carries (target and arguments), whether or not the arguments are kept.
+pub(crate) struct CallNote {
+    at_ms: i64,
+    caller: CallerId,
+    method: &'static str,
+    target: String,
+    environment: String,
+    request_bytes: u64,
+    arguments: Option<serde_json::Value>,
+}
+
+impl CallLog {
+    /// A log whose records go to `recorder`.
+    pub fn new(recorder: Recorder, secrets: Vec<String>) -> Self {
+        Self { recorder: Some(recorder), secrets }
+    }
+
+    /// Records dropped or lost so far (0 when off).
+    pub fn lost(&self) -> u64 {
+        self.recorder.as_ref().map_or(0, Recorder::dropped)
+    }
+
+    /// The start of a call's record; `None` when calls are not recorded here.
+    pub(crate) fn note(
+        &self,
+        node: &Node,
+        caller: &CallerId,
+        method: &str,
+        target: &str,
+        arguments: Option<&RawValue>,
+    ) -> Option<CallNote> {
+        self.recorder.as_ref()?;
+        let method = match method {
+            "tools/call" => "tools/call",
+            "resources/read" => "resources/read",
+            _ => "prompts/get",
+        };
+        let policy = node.policy();
+        let request_bytes = (arguments.map_or(0, |raw| raw.get().len()) + target.len()) as u64;
+        let arguments = arguments
+            .filter(|_| policy.source.record_arguments)
+            .map(|raw| self.recorded_arguments(raw));
+        Some(CallNote {
+            at_ms: now_ms(),
+            caller: caller.clone(),
+            method,
+            target: target.to_owned(),
+            environment: policy.source.environment.clone(),
+            request_bytes,
+            arguments,
+        })
+    }
+
+    fn recorded_arguments(&self, raw: &RawValue) -> serde_json::Value {
+        if raw.get().len() > MAX_ARGUMENT_BYTES {
+            return serde_json::json!({ "_omitted_bytes": raw.get().len() });
+        }
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        match serde_json::from_str(raw.get()) {
+            Ok(value) => ramen_call_records::redact(&value, &secrets),
+            Err(_) => serde_json::Value::Null,
+        }
+    }
+
+    /// Queues the call's record; never waits.
+    pub(crate) fn finish(
+        &self,
+        node: &Node,
+        note: CallNote,
+        started: Instant,
+        outcome: Outcome,
+        error_code: i64,
+        response_bytes: usize,
+    ) {
+        let Some(recorder) = &self.recorder else { return };
+        let (caller_id, caller_name) = match &note.caller {
+            CallerId::Anonymous => (String::new(), String::new()),
+            CallerId::Key { id, name, .. } => (id.to_string(), name.to_string()),
+            CallerId::Token(token) => {
+                let name = token.name.clone().or_else(|| token.email.clone());
+                (token.subject.clone(), name.unwrap_or_default())
+            }
+        };
+        recorder.record(CallRecord {
+            at_ms: note.at_ms,
+            group: node.identity.group.clone(),
+            environment: note.environment,
+            zone: node.identity.zone.clone(),
+            worker: node.identity.node_id.clone(),
+            caller_id,
+            caller_name,
+            method: note.method.to_owned(),
+            target: note.target,
+            duration_us: started.elapsed().as_micros() as u64,
+            outcome,
+            error_code: if outcome == Outcome::Error { error_code } else { 0 },
+            request_bytes: note.request_bytes,
+            response_bytes: response_bytes as u64,
+            arguments: note.arguments,
+        });
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as i64
+}
+
+/// A queue for a node's records: the log's end and the publisher's.
+pub fn queue() -> (Recorder, Batcher) {
+    ramen_call_records::queue(QUEUE_CAPACITY, BATCH_RECORDS, BATCH_WAIT)
+}
+
+/// Publishes the node's batches until cancelled, as the placement's NATS user; what the
+/// stream does not take is counted as lost. `credentials`: the node's `.creds` text (empty:
+/// connect without).
+pub async fn run(
+    node: Arc<Node>,
+    mut batcher: Batcher,
+    recorder: Recorder,
+    url: String,
+    credentials: String,
+    token: CancellationToken,
+) {
+    let (group, zone) = (node.identity.group.clone(), node.identity.zone.clone());
+    let name = node_calls_subject(&group, &zone);
+    if parse_node_calls_subject(&name).is_none() {
+        tracing::warn!(%group, %zone, "no call records: a node outside a placement has no subject to publish them on");
+        return;
+    }
+    let (schema, version) = ramen_call_records::BATCH_SCHEMA;
+    let subject: Subject<CallBatch> = Subject::new(name, Schema::new(schema, version));
+    let credentials = match Some(credentials)
+        .filter(|c| !c.is_empty())
+        .map(|c| Credentials::parse(&c))
+    {
+        None => None,
+        Some(Ok(credentials)) => Some(credentials),
+        Some(Err(err)) => {
+            tracing::error!(%err, "no call records: the node config's nats_credentials are unusable");
+            return;
+        }
+    };
+    let client_name = format!("runner-{}-calls", node.identity.node_id);
+    let bus = loop {
+        match Bus::connect_as(&url, &client_name, credentials.as_ref()).await {
+            Ok(bus) => break bus,
+            Err(err) => {
+                tracing::warn!(%err, "call records: cannot reach NATS yet (records queue meanwhile)");
+                tokio::select! {
+                    () = token.cancelled() => return,
+                    () = tokio::time::sleep(Duration::from_secs(2)) => {}
+                }
+            }
+        }
+    };
+    let mut reported = 0;
+    loop {
+        let batch = tokio::select! {
+            () = token.cancelled() => break,
+            batch = batcher.next() => batch,
+        };
+        let Some(batch) = batch else { break };
+        for part in split(batch) {
+            let records = part.len();
+            let batch = CallBatch { records: part };
+            if let Err(err) = bus.publish(&subject, &batch, PublishOptions::default()).await {
+                tracing::warn!(%err, records, "call records not taken by the stream; counted as lost");
+                recorder.count_lost(records);
+            }
+        }
+        reported = report_lost(&node, &recorder, reported);
+    }
+    report_lost(&node, &recorder, reported);
+}
+
+/// Adds the records lost since the last report to the node's counter.
+fn report_lost(node: &Node, recorder: &Recorder, reported: u64) -> u64 {
+    let lost = recorder.dropped();
+    node.metrics.call_records_lost.inc_by(lost.saturating_sub(reported));
+    lost
+}
+
+/// Splits a batch into parts whose JSON fits [`MAX_BATCH_BYTES`]. A single record too big
+/// on its own (huge arguments under a raised limit) goes without its arguments.
+fn split(batch: Vec<CallRecord>) -> Vec<Vec<CallRecord>> {
+    let size = |records: &[CallRecord]| {
+        records.iter().map(|r| serde_json::to_vec(r).map_or(0, |v| v.len() + 1)).sum::<usize>()
+    };
+    let mut out = Vec::new();
+    let mut pending = vec![batch];
+    while let Some(mut part) = pending.pop() {
+        if part.len() > 1 && size(&part) > MAX_BATCH_BYTES {
+            let back = part.split_off(part.len() / 2);
+            pending.push(back);
+            pending.push(part);
+            continue;
+        }
+        if part.len() == 1 && size(&part) > MAX_BATCH_BYTES {
+            part[0].arguments = Some(serde_json::json!({ "_omitted": "too large to record" }));
+        }
+        out.push(part);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: i64, arguments: Option<serde_json::Value>) -> CallRecord {
+        CallRecord {
+            at_ms: n,
+            group: "g".into(),
+            environment: "prod".into(),
+            zone: "z".into(),
+            worker: "w".into(),
+            caller_id: "k".into(),
+            caller_name: "ci".into(),
+            method: "tools/call".into(),
+            target: "notes.add".into(),
+            duration_us: 1,
+            outcome: Outcome::Ok,
+            error_code: 0,
+            request_bytes: 0,
+            response_bytes: 0,
+            arguments,
+        }
+    }
+
+    #[test]
+    fn a_batch_is_split_under_the_payload_limit_in_order() {
+        let big = serde_json::json!({ "text": "x".repeat(MAX_ARGUMENT_BYTES) });
+        let batch: Vec<_> = (0..100).map(|n| record(n, Some(big.clone()))).collect();
+        let parts = split(batch);
+        assert!(parts.len() > 1, "100 × 8 KiB does not fit one payload");
+        let order: Vec<i64> = parts.iter().flatten().map(|r| r.at_ms).collect();
+        assert_eq!(order, (0..100).collect::<Vec<_>>(), "every record, in order");
+        for part in &parts {
+            let bytes: usize = part.iter().map(|r| serde_json::to_vec(r).unwrap().len()).sum();
+            assert!(bytes <= MAX_BATCH_BYTES, "{bytes}");
+        }
+        let small: Vec<_> = (0..3).map(|n| record(n, None)).collect();
+        assert_eq!(split(small).len(), 1, "a small batch goes whole");
+    }
+}
