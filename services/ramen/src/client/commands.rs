@@ -118,6 +118,37 @@ pub enum ClientCommand {
         #[arg(long, short, env = "RAMEN_GROUP")]
         group: String,
     },
+    /// A group's MCP calls, newest first: when, where, who, what and how it ended.
+    Calls {
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(long)]
+        environment: Option<String>,
+        /// A tool, resource URI or prompt, exactly.
+        #[arg(long)]
+        tool: Option<String>,
+        /// A caller's id (MCP key id or token subject), exactly.
+        #[arg(long)]
+        caller: Option<String>,
+        #[arg(long, value_parser = ["ok", "tool_error", "error", "blocked", "refused", "cancelled", "overloaded"])]
+        outcome: Option<String>,
+        /// A duration back from now (`15m`, `2h`, `7d`) or an RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// At most this many calls.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// A group's calls summed up over the last hour, day or week: totals, each tool's calls,
+    /// errors and p50/p99, and the busiest callers.
+    Usage {
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(long)]
+        environment: Option<String>,
+        #[arg(long, default_value = "hour", value_parser = ["hour", "day", "week"])]
+        window: String,
+    },
     /// Packages a zone serves (from the last deploy); --disable/--enable one on that zone.
     Packages {
         zone: String,
@@ -364,6 +395,13 @@ pub async fn run(command: ClientCommand, common: Common) -> Outcome<()> {
             );
             Ok(())
         }
+        ClientCommand::Calls { group, environment, tool, caller, outcome, since, limit } => {
+            let filter = super::calls::CallsFilter { environment, tool, caller, outcome, since };
+            super::calls::calls(&mut api, &group, filter, limit, json).await
+        }
+        ClientCommand::Usage { group, environment, window } => {
+            super::calls::usage(&mut api, &group, environment, &window, json).await
+        }
         ClientCommand::Packages { zone, group, disable, enable } => {
             packages(&mut api, &group, &zone, disable, enable, json).await
         }
@@ -479,7 +517,15 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
         "last_deploy.error",
     ];
     match cmd {
-        EnvCmd::Create { name, group, git_ref, zones, verbose, surface_changes, record_arguments } => {
+        EnvCmd::Create {
+            name,
+            group,
+            git_ref,
+            zones,
+            verbose,
+            surface_changes,
+            record_arguments,
+        } => {
             let body = json!({ "name": name, "git_ref": git_ref, "zones": zones,
                 "verbose": verbose, "surface_changes": surface_changes,
                 "record_arguments": record_arguments });
