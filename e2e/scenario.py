@@ -1283,6 +1283,15 @@ def review_a_reworded_tool(cluster: Cluster, url: str, key: str) -> None:
     changed = cluster.cli_json("env", "surface-changes", "prod", "allow", "-g", GROUP)
     check(changed["surface_changes"] == "allow", "and changes it", changed)
     cluster.cli("env", "surface-changes", "prod", "review", "-g", GROUP)
+    shown = cluster.cli_json("env", "record-arguments", "prod", "-g", GROUP)
+    check(shown["record_arguments"] is False, "`ramen env record-arguments` shows it off by default", shown)
+    changed = cluster.cli_json("env", "record-arguments", "prod", "on", "-g", GROUP)
+    check(changed["record_arguments"] is True, "and turns it on (from the next deploy)", changed)
+    cluster.cli("env", "record-arguments", "prod", "off", "-g", GROUP)
+    calls = cluster.cli_json("calls", "-g", GROUP, "--since", "1h", "--limit", "5")
+    check(isinstance(calls, list) and len(calls) <= 5, "`ramen calls` lists at most --limit calls", calls)
+    usage = cluster.cli_json("usage", "-g", GROUP, "--window", "day")
+    check(usage["window"] == "day" and len(usage["buckets"]) == 48, "`ramen usage` sums up a day", usage)
 
 
 def deploy_surviving_a_killed_deployer(cluster: Cluster) -> None:

@@ -114,6 +114,7 @@ pub fn environment(
             SurfaceChanges::Allow => pb::SurfaceChanges::Allow,
             SurfaceChanges::Review => pb::SurfaceChanges::Review,
         } as i32,
+        record_arguments: e.record_arguments,
     }
 }
 

@@ -45,6 +45,7 @@ impl Registry {
             auth,
             surface_changes: crate::conversions::surface_changes_in(r.surface_changes)?
                 .unwrap_or_else(|| SurfaceChanges::default_for(&r.name)),
+            record_arguments: r.record_arguments,
             created_at_ms: now,
             updated_at_ms: now,
             ..EnvironmentRecord::default()
@@ -70,6 +71,7 @@ impl Registry {
                     ("zones", record.zones.join(",")),
                     ("auth", auth_summary(&record, &self.core.settings.mcp_auth)),
                     ("surface_changes", surface_word(record.surface_changes).to_owned()),
+                    ("record_arguments", record.record_arguments.to_string()),
                 ],
             )
             .await;
@@ -168,6 +170,13 @@ impl Registry {
                             surface_word(env.surface_changes).to_owned()
                         } else {
                             String::new()
+                        },
+                    ),
+                    (
+                        "record_arguments",
+                        match r.record_arguments {
+                            Some(on) if on != before.record_arguments => on.to_string(),
+                            _ => String::new(),
                         },
                     ),
                     (
@@ -347,6 +356,9 @@ fn apply(
     }
     if let Some(verbose) = r.verbose {
         e.verbose = verbose;
+    }
+    if let Some(record) = r.record_arguments {
+        e.record_arguments = record;
     }
     if let Some(zones) = changes.zones {
         e.zones = zones.clone();

@@ -137,6 +137,9 @@ pub struct EnvironmentRecord {
     /// Whether a deploy whose surface changed waits for review. Records stored before the
     /// setting existed read `allow`, what those deploys did.
     pub surface_changes: SurfaceChanges,
+    /// Whether call records keep each call's arguments; reaches the nodes at the next deploy.
+    /// Records stored before the setting existed read `false`, what their nodes did.
+    pub record_arguments: bool,
 }
 
 /// What a deploy does when the canary's surface differs from stable's.

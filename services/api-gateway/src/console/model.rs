@@ -112,6 +112,7 @@ pub struct Environment {
     pub auth: EnvironmentAuth,
     /// `allow` or `review`.
     pub surface_changes: String,
+    pub record_arguments: bool,
 }
 
 /// How an environment's MCP clients authenticate (`auth` of the environment view).

@@ -160,6 +160,9 @@ pub struct EnvironmentView {
     pub auth: super::environment_auth::McpAuthView,
     /// `allow` or `review`: whether a deploy that changes the tool surface waits for review.
     pub surface_changes: String,
+    /// Whether call records keep each call's arguments (secrets redacted). A change reaches
+    /// the nodes at the next deploy.
+    pub record_arguments: bool,
 }
 
 pub fn job_state(state: JobState) -> String {
@@ -189,6 +192,7 @@ impl From<pb::Environment> for EnvironmentView {
             blocked: e.blocked,
             last_deploy,
             deleting: e.deleting,
+            record_arguments: e.record_arguments,
             auth: super::environment_auth::McpAuthView::from_wire(e.auth, e.auth_inherited),
         }
     }

@@ -53,6 +53,9 @@ pub struct NewEnvironmentBody {
     /// Whether a deploy that changes the tool surface waits for a group admin's review;
     /// absent = `review` for an environment named `prod`, `allow` otherwise.
     pub surface_changes: Option<SurfaceChangesWord>,
+    /// Whether call records keep each call's arguments (secrets redacted); off by default.
+    #[serde(default)]
+    pub record_arguments: bool,
 }
 
 /// What a deploy does when the canary's surface (tools, resources, templates, prompts, as a
@@ -84,6 +87,8 @@ pub struct EnvironmentPatchBody {
     pub verbose: Option<bool>,
     pub blocked: Option<Vec<String>>,
     pub surface_changes: Option<SurfaceChangesWord>,
+    /// Whether call records keep each call's arguments; applies at the next deploy.
+    pub record_arguments: Option<bool>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -155,6 +160,7 @@ async fn create_environment(
         blocked: body.blocked,
         auth: body.auth.map(super::environment_auth::McpAuthBody::wire),
         surface_changes: body.surface_changes.map_or(0, SurfaceChangesWord::wire),
+        record_arguments: body.record_arguments,
     };
     let env =
         gateway.clients().deployer.clone().create_environment(authed.call.request(request)).await?;
@@ -176,7 +182,8 @@ async fn get_environment(
     Ok(Json(EnvironmentView::from(env.into_inner())))
 }
 
-/// Changes the ref, zones, verbose flag, blocked list or surface review setting.
+/// Changes the ref, zones, verbose flag, blocked list, surface review setting or whether call
+/// records keep arguments.
 #[utoipa::path(patch, path = "/api/groups/{group}/environments/{env}", tag = "environments",
     params(("group" = String, Path), ("env" = String, Path)), request_body = EnvironmentPatchBody,
     responses((status = 200, body = EnvironmentView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -195,6 +202,7 @@ async fn update_environment(
         blocked: body.blocked.map(|values| StringList { values }),
         auth: None,
         surface_changes: body.surface_changes.map_or(0, SurfaceChangesWord::wire),
+        record_arguments: body.record_arguments,
     };
     let env =
         gateway.clients().deployer.clone().update_environment(authed.call.request(request)).await?;

@@ -11,6 +11,8 @@
 mod audit;
 mod auth;
 mod bounds;
+mod call_views;
+mod calls;
 mod config;
 mod dead_letters;
 mod deploy_views;
@@ -113,6 +115,7 @@ pub fn table() -> Vec<Route> {
     routes.extend(service_account::routes());
     routes.extend(bounds::routes());
     routes.extend(audit::routes());
+    routes.extend(calls::routes());
     routes.extend(zones::routes());
     routes.extend(groups::routes());
     routes.extend(environments::routes());

@@ -3,9 +3,11 @@
 
 mod bodies;
 mod bounds;
+mod calls;
 mod client_addr;
 mod console;
 mod edge_keys;
+mod environments;
 mod login_csrf;
 mod matrix;
 mod members;

@@ -49,6 +49,8 @@ struct Setup<'a> {
 pub struct Stack {
     pub api: SocketAddr,
     pub auth_addr: SocketAddr,
+    /// Auth itself, for what no route writes (call records come from nodes over the bus).
+    pub auth: ramen_auth::Auth,
     pub platform: Platform,
     pub http: reqwest::Client,
     pub nats: Nats,
@@ -127,6 +129,7 @@ impl Stack {
         let stack = Stack {
             api: running.addr,
             auth_addr: auth.running.addr,
+            auth: auth.auth.clone(),
             platform,
             http,
             nats,

@@ -164,6 +164,8 @@ impl Pipeline {
                         .resolve(self.env.auth.as_ref(), group, &self.env.name)
                         .0,
                 ),
+                // Read at deploy time: a change to the setting applies at the next deploy.
+                record_arguments: self.env.record_arguments,
                 ..NodePolicy::default()
             }),
             secrets: secrets

@@ -352,3 +352,46 @@ async fn unused_snapshots_and_environments_are_collected_after_a_success() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn record_arguments_reaches_the_nodes_at_the_next_deploy() {
+    let nats = OperatorNats::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (fakes, _platform, mut client) = deployer_on_fakes(&nats, dir.path()).await;
+    let repo = Repo::hello();
+    group_and_env(&mut client, &repo).await;
+    let written = |zone: &str| {
+        let config = fakes.zones.written.lock().get(&("team".into(), zone.into())).cloned();
+        config.expect("config written").policy.unwrap_or_default().record_arguments
+    };
+    let job = deploy_ref(&mut client, "main").await;
+    assert_eq!(job.state(), JobState::Succeeded, "{}", job.error);
+    assert!(!written("zone-a"), "off by default: records say who called what, never with what");
+
+    let on = pb::UpdateEnvironmentRequest {
+        group: "team".into(),
+        name: "prod".into(),
+        record_arguments: Some(true),
+        ..Default::default()
+    };
+    let env = client.update_environment(on).await.unwrap().into_inner();
+    assert!(env.record_arguments);
+    assert!(!written("zone-a"), "the running config keeps the old setting until a deploy");
+    let audited = fakes.auth.audit.lock().last().cloned().expect("the update is audited");
+    assert_eq!(audited.action, "environment.update");
+    assert_eq!(audited.details.get("record_arguments").map(String::as_str), Some("true"));
+
+    // An update that leaves it unset keeps it.
+    let verbose = pb::UpdateEnvironmentRequest {
+        group: "team".into(),
+        name: "prod".into(),
+        verbose: Some(true),
+        ..Default::default()
+    };
+    let env = client.update_environment(verbose).await.unwrap().into_inner();
+    assert!(env.record_arguments, "unset keeps the setting");
+
+    let job = deploy_ref(&mut client, "main").await;
+    assert_eq!(job.state(), JobState::Succeeded, "{}", job.error);
+    assert!(written("zone-a") && written("zone-b"), "the next deploy writes it on every zone");
+}

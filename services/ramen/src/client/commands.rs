@@ -118,6 +118,37 @@ pub enum ClientCommand {
         #[arg(long, short, env = "RAMEN_GROUP")]
         group: String,
     },
+    /// A group's MCP calls, newest first: when, where, who, what and how it ended.
+    Calls {
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(long)]
+        environment: Option<String>,
+        /// A tool, resource URI or prompt, exactly.
+        #[arg(long)]
+        tool: Option<String>,
+        /// A caller's id (MCP key id or token subject), exactly.
+        #[arg(long)]
+        caller: Option<String>,
+        #[arg(long, value_parser = ["ok", "tool_error", "error", "blocked", "refused", "cancelled", "overloaded"])]
+        outcome: Option<String>,
+        /// A duration back from now (`15m`, `2h`, `7d`) or an RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// At most this many calls.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// A group's calls summed up over the last hour, day or week: totals, each tool's calls,
+    /// errors and p50/p99, and the busiest callers.
+    Usage {
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(long)]
+        environment: Option<String>,
+        #[arg(long, default_value = "hour", value_parser = ["hour", "day", "week"])]
+        window: String,
+    },
     /// Packages a zone serves (from the last deploy); --disable/--enable one on that zone.
     Packages {
         zone: String,
@@ -203,6 +234,9 @@ pub enum EnvCmd {
         /// `allow`: the change is logged. Default: `review` for `prod`, `allow` otherwise.
         #[arg(long, value_parser = ["allow", "review"])]
         surface_changes: Option<String>,
+        /// Call records keep each call's arguments (secrets redacted); off by default.
+        #[arg(long)]
+        record_arguments: bool,
     },
     /// Show or set whether a deploy that changes the tool surface (names, descriptions,
     /// schemas) waits for a group admin's review (`review`) or only logs it (`allow`).
@@ -211,6 +245,15 @@ pub enum EnvCmd {
         #[arg(long, short, env = "RAMEN_GROUP")]
         group: String,
         #[arg(value_parser = ["allow", "review"])]
+        setting: Option<String>,
+    },
+    /// Show or set whether call records keep each call's arguments (secrets redacted). A
+    /// change reaches the nodes at the environment's next deploy.
+    RecordArguments {
+        name: String,
+        #[arg(long, short, env = "RAMEN_GROUP")]
+        group: String,
+        #[arg(value_parser = ["on", "off"])]
         setting: Option<String>,
     },
     /// Environments of a group, or of every group you belong to.
@@ -352,6 +395,13 @@ pub async fn run(command: ClientCommand, common: Common) -> Outcome<()> {
             );
             Ok(())
         }
+        ClientCommand::Calls { group, environment, tool, caller, outcome, since, limit } => {
+            let filter = super::calls::CallsFilter { environment, tool, caller, outcome, since };
+            super::calls::calls(&mut api, &group, filter, limit, json).await
+        }
+        ClientCommand::Usage { group, environment, window } => {
+            super::calls::usage(&mut api, &group, environment, &window, json).await
+        }
         ClientCommand::Packages { zone, group, disable, enable } => {
             packages(&mut api, &group, &zone, disable, enable, json).await
         }
@@ -467,9 +517,18 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
         "last_deploy.error",
     ];
     match cmd {
-        EnvCmd::Create { name, group, git_ref, zones, verbose, surface_changes } => {
+        EnvCmd::Create {
+            name,
+            group,
+            git_ref,
+            zones,
+            verbose,
+            surface_changes,
+            record_arguments,
+        } => {
             let body = json!({ "name": name, "git_ref": git_ref, "zones": zones,
-                "verbose": verbose, "surface_changes": surface_changes });
+                "verbose": verbose, "surface_changes": surface_changes,
+                "record_arguments": record_arguments });
             print(
                 &api.call(Method::POST, &format!("/api/groups/{group}/environments"), Some(&body))
                     .await?,
@@ -494,6 +553,17 @@ async fn env(api: &mut Api, cmd: EnvCmd, json: bool) -> Outcome<()> {
                 None => api.call(Method::GET, &path, None).await?,
             };
             print(&env, json, &["group", "name", "surface_changes"]);
+        }
+        EnvCmd::RecordArguments { name, group, setting } => {
+            let path = format!("/api/groups/{group}/environments/{name}");
+            let env = match setting {
+                Some(setting) => {
+                    let body = json!({ "record_arguments": setting == "on" });
+                    api.call(Method::PATCH, &path, Some(&body)).await?
+                }
+                None => api.call(Method::GET, &path, None).await?,
+            };
+            print(&env, json, &["group", "name", "record_arguments"]);
         }
         EnvCmd::Delete { name, group } => {
             api.call(Method::DELETE, &format!("/api/groups/{group}/environments/{name}"), None)

@@ -3,6 +3,7 @@
 //! script can branch on (see [`exit`]).
 
 mod api;
+mod calls;
 mod commands;
 mod credentials;
 mod deploy;

@@ -77,6 +77,10 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                     @if env.surface_changes == "review" { "reviewed: a deploy that changes what the tools say waits for a group admin" }
                     @else { "allowed: a deploy logs how the tools changed and goes on" }
                 } }
+                div { dt { "Call arguments" } dd data-record-arguments=(env.record_arguments) {
+                    @if env.record_arguments { "recorded (secrets redacted) from the next deploy on" }
+                    @else { "not recorded: call records say who called what, never with what" }
+                } }
             }
             @if manage && !env.deleting {
                 details.edit {
@@ -85,6 +89,7 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                         label { "Ref" input name="git_ref" value=(env.git_ref) required; }
                         (zone_checks(data, "zones", &env.zones))
                         label.check { input type="checkbox" name="verbose" data-kind="bool" checked[env.verbose]; "Verbose logging" }
+                        label.check { input type="checkbox" name="record_arguments" data-kind="bool" checked[env.record_arguments]; "Record call arguments (from the next deploy)" }
                         label { "Surface changes"
                             select name="surface_changes" {
                                 option value="review" selected[env.surface_changes == "review"] { "review: a deploy that changes the tools' surface waits for a group admin" }
@@ -202,6 +207,7 @@ fn add_environment(data: &Data) -> Markup {
                 label { "Ref" input name="git_ref" data-optional placeholder=(data.group.default_ref); small.hint { "Branch, tag or commit; the group's default when empty." } }
                 (zone_checks(data, "zones", &[]))
                 label.check { input type="checkbox" name="verbose" data-kind="bool"; "Verbose logging" }
+                label.check { input type="checkbox" name="record_arguments" data-kind="bool"; "Record call arguments" }
                 (form_error())
                 div.actions { button.primary type="submit" { "Add environment" } }
             }
