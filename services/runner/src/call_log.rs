@@ -250,8 +250,10 @@ fn batch_json(records: &[CallRecord]) -> Box<RawValue> {
     struct Borrowed<'a> {
         records: &'a [CallRecord],
     }
-    let text = serde_json::to_string(&Borrowed { records }).unwrap_or_else(|_| r#"{"records":[]}"#.into());
-    RawValue::from_string(text).unwrap_or_else(|_| RawValue::from_string("{}".into()).unwrap_or_default())
+    let text =
+        serde_json::to_string(&Borrowed { records }).unwrap_or_else(|_| r#"{"records":[]}"#.into());
+    RawValue::from_string(text)
+        .unwrap_or_else(|_| RawValue::from_string("{}".into()).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -120,14 +120,6 @@ impl From<pb::CallRecord> for CallView {
     }
 }
 
-/// A page of calls, newest first.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CallsPage {
-    pub calls: Vec<CallView>,
-    /// Empty on the last page.
-    pub next_page_token: String,
-}
-
 /// Counts and latencies of the calls in one span (a bucket, or the whole window).
 #[derive(Debug, Default, Serialize, ToSchema)]
 pub struct FiguresView {

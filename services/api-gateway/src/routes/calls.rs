@@ -9,7 +9,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::routes;
 
-use super::call_views::{CallOutcomeWord, CallView, CallsPage, UsageView};
+use super::call_views::{CallOutcomeWord, CallView, UsageView};
+use super::views::Page;
 use super::views::{PageQuery, filter_label, next_token, parse_time};
 use super::{Route, route};
 use crate::access::Access;
@@ -63,13 +64,13 @@ pub struct UsageQuery {
 /// how long it took and how it ended. Arguments only where the environment records them.
 #[utoipa::path(get, path = "/api/groups/{group}/calls", tag = "calls",
     params(("group" = String, Path), CallsQuery),
-    responses((status = 200, body = CallsPage), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Page<CallView>), (status = 404, body = ErrorBody)))]
 async fn query_calls(
     State(gateway): State<Gateway>,
     authed: Authed,
     Path(group): Path<String>,
     Params(query): Params<CallsQuery>,
-) -> ApiResult<Json<CallsPage>> {
+) -> ApiResult<Json<Page<CallView>>> {
     filter_label("environment", &query.environment)?;
     let outcome = match query.outcome.as_deref() {
         None | Some("") => pb::CallOutcome::Unspecified,
@@ -95,8 +96,8 @@ async fn query_calls(
         .query_calls(authed.call.request(request))
         .await?
         .into_inner();
-    Ok(Json(CallsPage {
-        calls: answer.calls.into_iter().map(CallView::from).collect(),
+    Ok(Json(Page {
+        items: answer.calls.into_iter().map(CallView::from).collect(),
         next_page_token: next_token(answer.page),
     }))
 }

@@ -58,7 +58,7 @@ async fn store_calls(stack: &Stack) {
 }
 
 fn targets(body: &Value) -> Vec<(String, String)> {
-    let calls = body["calls"].as_array().expect("a calls list");
+    let calls = body["items"].as_array().expect("a page of calls");
     calls
         .iter()
         .map(|c| (c["environment"].as_str().unwrap().into(), c["target"].as_str().unwrap().into()))
@@ -93,17 +93,17 @@ async fn members_read_their_groups_calls_filtered_paged_and_summed_up() {
         newest_first.iter().map(|(e, t)| ((*e).into(), (*t).into())).collect();
     assert_eq!(targets(&all.body), expected, "beta's call is not alpha's");
     assert_eq!(all.body["next_page_token"], "");
-    let failed = &all.body["calls"][2];
+    let failed = &all.body["items"][2];
     assert_eq!(
         (&failed["outcome"], &failed["caller_id"], &failed["caller_name"], &failed["zone"]),
         (&json!("tool_error"), &json!("k2"), &json!("k2-name"), &json!("z1"))
     );
     assert_eq!(failed["arguments"], json!({ "text": "hi", "token": "[redacted]" }));
-    assert!(all.body["calls"][0].get("arguments").is_none(), "absent, not null: {}", all.body);
+    assert!(all.body["items"][0].get("arguments").is_none(), "absent, not null: {}", all.body);
     assert_eq!((&failed["duration_us"], &failed["request_bytes"]), (&json!(1000), &json!(10)));
     assert!(failed["at"].as_str().unwrap().ends_with('Z'), "RFC 3339: {}", failed["at"]);
 
-    let count = |body: &Value| body["calls"].as_array().map_or(0, Vec::len);
+    let count = |body: &Value| body["items"].as_array().map_or(0, Vec::len);
     for (query, calls) in [
         ("environment=prod", 3),
         ("tool=notes.add", 3),
@@ -122,7 +122,7 @@ async fn members_read_their_groups_calls_filtered_paged_and_summed_up() {
     }
     // `since` is inclusive and `until` exclusive: the third newest's time keeps it and the two
     // after it; the newest's time keeps the three before it.
-    let at = |i: usize| all.body["calls"][i]["at"].as_str().unwrap().replace('+', "%2B");
+    let at = |i: usize| all.body["items"][i]["at"].as_str().unwrap().replace('+', "%2B");
     let since = get(format!("/api/groups/alpha/calls?since={}", at(2))).await;
     assert_eq!(count(&since.body), 3, "{}", since.body);
     let until = get(format!("/api/groups/alpha/calls?until={}", at(0))).await;
@@ -136,7 +136,7 @@ async fn members_read_their_groups_calls_filtered_paged_and_summed_up() {
     let second = get(format!("/api/groups/alpha/calls?page_size=2&page_token={next}")).await;
     assert_eq!(second.body["next_page_token"], "", "{}", second.body);
     let ids = |body: &Value| -> Vec<Value> {
-        body["calls"].as_array().unwrap().iter().map(|c| c["id"].clone()).collect()
+        body["items"].as_array().unwrap().iter().map(|c| c["id"].clone()).collect()
     };
     let paged: Vec<Value> = [ids(&first.body), ids(&second.body)].concat();
     assert_eq!(paged, ids(&all.body));

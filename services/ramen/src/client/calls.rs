@@ -56,7 +56,7 @@ pub async fn calls(
         let page = api
             .call(Method::GET, &path(&format!("/api/groups/{group}/calls"), &query)?, None)
             .await?;
-        found.extend(page["calls"].as_array().into_iter().flatten().cloned());
+        found.extend(page["items"].as_array().into_iter().flatten().cloned());
         token = page["next_page_token"].as_str().unwrap_or_default().to_owned();
         if token.is_empty() || found.len() >= limit {
             break;
