@@ -11,10 +11,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ramen_bus::auth::{
-    Credentials, NODE_MAX_PAYLOAD, node_calls_subject, parse_node_calls_subject,
-};
-use ramen_bus::{Bus, PublishOptions, Schema, Subject};
+use ramen_bus::auth::{NODE_MAX_PAYLOAD, node_calls_subject, parse_node_calls_subject};
+use ramen_bus::{PublishOptions, Schema, Subject};
 use ramen_call_records::{Batcher, CallRecord, Outcome, Recorder};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
@@ -173,30 +171,11 @@ pub async fn run(
     let (schema, version) = ramen_call_records::BATCH_SCHEMA;
     // Batches go out as the JSON `encode` made of them: serialised once, never twice.
     let subject: Subject<Box<RawValue>> = Subject::new(name, Schema::new(schema, version));
-    let credentials = match Some(credentials)
-        .filter(|c| !c.is_empty())
-        .map(|c| Credentials::parse(&c))
-    {
-        None => None,
-        Some(Ok(credentials)) => Some(credentials),
-        Some(Err(err)) => {
-            tracing::error!(%err, "no call records: the node config's nats_credentials are unusable");
-            return;
-        }
-    };
     let client_name = format!("runner-{}-calls", node.identity.node_id);
-    let bus = loop {
-        match Bus::connect_as(&url, &client_name, credentials.as_ref()).await {
-            Ok(bus) => break bus,
-            Err(err) => {
-                tracing::warn!(%err, "call records: cannot reach NATS yet (records queue meanwhile)");
-                tokio::select! {
-                    () = token.cancelled() => return,
-                    () = tokio::time::sleep(Duration::from_secs(2)) => {}
-                }
-            }
-        }
-    };
+    let retry = Duration::from_secs(2);
+    let connected =
+        crate::node_bus::connect(&url, &client_name, &credentials, "call records", retry, &token);
+    let Some(bus) = connected.await else { return };
     let mut reported = 0;
     loop {
         let batch = tokio::select! {

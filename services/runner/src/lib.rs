@@ -14,6 +14,7 @@ pub mod load;
 pub mod mcp;
 pub mod metrics;
 pub mod node;
+mod node_bus;
 pub mod policy;
 mod policy_file;
 pub mod reload;

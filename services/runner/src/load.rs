@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ramen_bus::auth::{Credentials, node_load_subject, parse_node_load_subject};
-use ramen_bus::{Bus, PublishOptions, Schema, Subject};
+use ramen_bus::auth::{node_load_subject, parse_node_load_subject};
+use ramen_bus::{PublishOptions, Schema, Subject};
 use ramen_proto::common::v1::Track;
 use ramen_proto::event::Event;
 use ramen_proto::events::v1::{EventMeta, NodeLoadReport};
@@ -63,28 +63,10 @@ pub async fn run(
             "no load reports: a node outside a placement (group and zone must be set) has no subject to report on");
         return;
     }
-    let credentials = match Some(credentials)
-        .filter(|c| !c.is_empty())
-        .map(|c| Credentials::parse(&c))
-    {
-        None => None,
-        Some(Ok(credentials)) => Some(credentials),
-        Some(Err(err)) => {
-            tracing::error!(%err, "no load reports: the node config's nats_credentials are unusable");
-            return;
-        }
-    };
-    let bus = loop {
-        match Bus::connect_as(&url, &name, credentials.as_ref()).await {
-            Ok(bus) => break bus,
-            Err(err) => {
-                tracing::warn!(%err, "load reports: cannot reach NATS yet");
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    _ = tokio::time::sleep(interval) => {}
-                }
-            }
-        }
+    let Some(bus) =
+        crate::node_bus::connect(&url, &name, &credentials, "load reports", interval, &token).await
+    else {
+        return;
     };
     let mut tick = tokio::time::interval(interval);
     loop {
