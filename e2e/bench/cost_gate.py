@@ -240,6 +240,11 @@ def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
+# `--nats-url`: the node records its calls and publishes them there (a bus with the calls
+# stream, e.g. `calls-sink`'s): what recording costs per call, read against the baselines.
+NATS_URL = ""
+
+
 def start_node(runner: Path, work: Path, prefix: list[str]) -> tuple[subprocess.Popen, int, Path]:
     """A node serving examples/hello-repo, run under `prefix`: (process, MCP port, dump dir)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -262,6 +267,7 @@ workdir = "{work / 'node'}"
 python = "{sys.executable}"
 site_packages = ["{site.getsitepackages()[0]}"]
 in_flight_cap = 64
+{f'nats_url = "{NATS_URL}"' if NATS_URL else ""}
 [blob]
 dir = "{blobs}"
 [snapshot]
@@ -364,7 +370,13 @@ def main() -> int:
     parser.add_argument("--edge", type=Path, help="the release edge-static (for the edge's paths)")
     parser.add_argument("--only", choices=("node", "runtime", "edge"),
                         help="measure only these paths (--update then replaces only their baselines)")
+    parser.add_argument("--nats-url", default="",
+                        help="nodes record their calls and publish them to this bus (compare, never --update)")
     args = parser.parse_args()
+    if args.nats_url and args.update:
+        parser.error("--nats-url measures recording against the baselines; it never updates them")
+    global NATS_URL
+    NATS_URL = args.nats_url
     if args.only != "runtime" and args.runner is None:
         parser.error("--runner is needed for the node's and the edge's paths")
     if args.only in (None, "edge") and args.edge is None:

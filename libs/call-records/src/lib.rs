@@ -60,13 +60,20 @@ impl Outcome {
 pub struct CallRecord {
     /// When the request arrived, Unix milliseconds.
     pub at_ms: i64,
+    /// Group, zone and worker are the same for every record of a node: on the wire a batch
+    /// says them once ([`CallBatch`]) and its records leave them empty; stored, each has them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
     pub environment: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub zone: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub worker: String,
     /// The MCP key's id, or the OAuth token's subject; empty for an anonymous caller.
+    #[serde(default)]
     pub caller_id: String,
     /// The key's name, or the token's name for its subject; never a secret.
+    #[serde(default)]
     pub caller_name: String,
     /// `tools/call`, `resources/read` or `prompts/get`.
     pub method: String,
@@ -75,7 +82,7 @@ pub struct CallRecord {
     pub duration_us: u64,
     pub outcome: Outcome,
     /// The JSON-RPC error code when `outcome` is `error`; 0 otherwise.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub error_code: i64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -84,12 +91,43 @@ pub struct CallRecord {
     pub arguments: Option<serde_json::Value>,
 }
 
+impl CallBatch {
+    /// The records with the batch's group, zone and worker filled in where they are empty.
+    pub fn into_records(self) -> Vec<CallRecord> {
+        let CallBatch { group, zone, worker, mut records } = self;
+        for record in &mut records {
+            for (field, batch) in [
+                (&mut record.group, &group),
+                (&mut record.zone, &zone),
+                (&mut record.worker, &worker),
+            ] {
+                if field.is_empty() {
+                    field.clone_from(batch);
+                }
+            }
+        }
+        records
+    }
+}
+
 /// The bus schema of a [`CallBatch`] (the `Ramen-Schema` header: name and version).
 pub const BATCH_SCHEMA: (&str, u32) = ("ramen.calls.v1.CallBatch", 1);
 
-/// What a node publishes: the records of one batch, all of one group and zone.
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// What a node publishes: the records of one batch, all of one group and zone, answered by
+/// one worker. Serialising a record is most of what recording costs a node, so what every
+/// record shares is said once here.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallBatch {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub zone: String,
+    #[serde(default)]
+    pub worker: String,
     pub records: Vec<CallRecord>,
 }
 

@@ -148,7 +148,8 @@ impl Auth {
     ) -> Result<usize, AuthError> {
         let mut foreign = 0;
         let mut documents = Vec::with_capacity(batch.records.len());
-        for (index, record) in batch.records.into_iter().enumerate() {
+        // Empty group, zone or worker on a record: the batch's, said once for all of them.
+        for (index, record) in batch.into_records().into_iter().enumerate() {
             if record.group != origin.group || record.zone != origin.zone {
                 foreign += 1;
                 continue;

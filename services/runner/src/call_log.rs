@@ -17,7 +17,7 @@ use ramen_call_records::{Batcher, CallRecord, Outcome, Recorder};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use crate::node::Node;
+use crate::node::{Identity, Node};
 use crate::policy::CallerId;
 
 /// Records a node holds while the bus is slow or away: about a few MB.
@@ -106,7 +106,6 @@ impl CallLog {
     /// Queues the call's record; never waits.
     pub(crate) fn finish(
         &self,
-        node: &Node,
         note: CallNote,
         started: Instant,
         outcome: Outcome,
@@ -124,10 +123,11 @@ impl CallLog {
         };
         recorder.record(CallRecord {
             at_ms: note.at_ms,
-            group: node.identity.group.clone(),
+            // The batch says these once for all its records (`encode`).
+            group: String::new(),
             environment: note.environment,
-            zone: node.identity.zone.clone(),
-            worker: node.identity.node_id.clone(),
+            zone: String::new(),
+            worker: String::new(),
             caller_id,
             caller_name,
             method: note.method.to_owned(),
@@ -183,7 +183,7 @@ pub async fn run(
             batch = batcher.next() => batch,
         };
         let Some(batch) = batch else { break };
-        for (records, json) in encode(batch) {
+        for (records, json) in encode(&node.identity, batch) {
             if let Err(err) = bus.publish(&subject, &json, PublishOptions::default()).await {
                 tracing::warn!(%err, records, "call records not taken by the stream; counted as lost");
                 recorder.count_lost(records);
@@ -205,11 +205,11 @@ fn report_lost(node: &Node, recorder: &Recorder, reported: u64) -> u64 {
 /// records each holds. Serialised once when it fits (nearly always); a part too big is halved.
 /// A single record too big on its own (huge arguments under a raised limit) goes without its
 /// arguments.
-fn encode(batch: Vec<CallRecord>) -> Vec<(usize, Box<RawValue>)> {
+fn encode(placement: &Identity, batch: Vec<CallRecord>) -> Vec<(usize, Box<RawValue>)> {
     let mut out = Vec::new();
     let mut pending = vec![batch];
     while let Some(mut records) = pending.pop() {
-        let json = batch_json(&records);
+        let json = batch_json(placement, &records);
         if json.get().len() <= MAX_BATCH_BYTES {
             out.push((records.len(), json));
         } else if records.len() > 1 {
@@ -218,19 +218,28 @@ fn encode(batch: Vec<CallRecord>) -> Vec<(usize, Box<RawValue>)> {
             pending.push(records);
         } else {
             records[0].arguments = Some(serde_json::json!({ "_omitted": "too large to record" }));
-            out.push((1, batch_json(&records)));
+            out.push((1, batch_json(placement, &records)));
         }
     }
     out
 }
 
-fn batch_json(records: &[CallRecord]) -> Box<RawValue> {
+/// `CallBatch` JSON without copying the records.
+fn batch_json(placement: &Identity, records: &[CallRecord]) -> Box<RawValue> {
     #[derive(serde::Serialize)]
     struct Borrowed<'a> {
+        group: &'a str,
+        zone: &'a str,
+        worker: &'a str,
         records: &'a [CallRecord],
     }
-    let text =
-        serde_json::to_string(&Borrowed { records }).unwrap_or_else(|_| r#"{"records":[]}"#.into());
+    let batch = Borrowed {
+        group: &placement.group,
+        zone: &placement.zone,
+        worker: &placement.node_id,
+        records,
+    };
+    let text = serde_json::to_string(&batch).unwrap_or_else(|_| r#"{"records":[]}"#.into());
     RawValue::from_string(text)
         .unwrap_or_else(|_| RawValue::from_string("{}".into()).unwrap_or_default())
 }
@@ -240,13 +249,19 @@ mod tests {
     use super::*;
     use ramen_call_records::CallBatch;
 
+    fn placement() -> Identity {
+        let (node_id, group, zone) = ("w".into(), "g".into(), "z".into());
+        Identity { node_id, group, zone, track: "worker".into() }
+    }
+
+    /// A record as the node makes it: no group, zone or worker (the batch has them).
     fn record(n: i64, arguments: Option<serde_json::Value>) -> CallRecord {
         CallRecord {
             at_ms: n,
-            group: "g".into(),
+            group: String::new(),
             environment: "prod".into(),
-            zone: "z".into(),
-            worker: "w".into(),
+            zone: String::new(),
+            worker: String::new(),
             caller_id: "k".into(),
             caller_name: "ci".into(),
             method: "tools/call".into(),
@@ -264,7 +279,7 @@ mod tests {
     fn a_batch_is_split_under_the_payload_limit_in_order() {
         let big = serde_json::json!({ "text": "x".repeat(MAX_ARGUMENT_BYTES) });
         let batch: Vec<_> = (0..100).map(|n| record(n, Some(big.clone()))).collect();
-        let parts = encode(batch);
+        let parts = encode(&placement(), batch);
         assert!(parts.len() > 1, "100 × 8 KiB does not fit one payload");
         let mut order = Vec::new();
         for (count, json) in &parts {
@@ -275,9 +290,16 @@ mod tests {
         }
         assert_eq!(order, (0..100).collect::<Vec<_>>(), "every record, in order");
         let small: Vec<_> = (0..3).map(|n| record(n, None)).collect();
-        let whole = encode(small.clone());
+        let whole = encode(&placement(), small.clone());
         assert_eq!(whole.len(), 1, "a small batch goes whole");
         let decoded: CallBatch = serde_json::from_str(whole[0].1.get()).unwrap();
-        assert_eq!(decoded, CallBatch { records: small });
+        let said_once = (decoded.group.as_str(), decoded.zone.as_str(), decoded.worker.as_str());
+        assert_eq!(said_once, ("g", "z", "w"));
+        assert!(!whole[0].1.get().contains(r#""worker":"w","records":[{"at_ms":0,"worker""#));
+        let mut expected = small;
+        for r in &mut expected {
+            (r.group, r.zone, r.worker) = ("g".into(), "z".into(), "w".into());
+        }
+        assert_eq!(decoded.into_records(), expected, "the batch's placement fills each record");
     }
 }

@@ -48,13 +48,14 @@ async fn store_calls(stack: &Stack) {
             record(60_000, "prod", "notes.list", "k1", Outcome::Ok),
             record(30_000, "dev", "notes.add", "k1", Outcome::Ok),
         ],
+        ..CallBatch::default()
     };
     let origin = Origin { group: "alpha", zone: "z1", sequence: 1 };
     assert_eq!(stack.auth.store_calls(origin, alpha).await.unwrap(), 0);
     let mut other = record(10_000, "prod", "notes.add", "k9", Outcome::Ok);
     other.group = "beta".into();
     let origin = Origin { group: "beta", zone: "z1", sequence: 2 };
-    stack.auth.store_calls(origin, CallBatch { records: vec![other] }).await.unwrap();
+    stack.auth.store_calls(origin, CallBatch { records: vec![other], ..CallBatch::default() }).await.unwrap();
 }
 
 fn targets(body: &Value) -> Vec<(String, String)> {

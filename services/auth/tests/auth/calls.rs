@@ -35,10 +35,9 @@ fn record(group: &str, at_ms: i64, target: &str, caller: &str, outcome: Outcome)
     }
 }
 
-async fn publish(world: &World, subject: &str, records: Vec<CallRecord>) {
+async fn publish(world: &World, subject: &str, batch: CallBatch) {
     let (name, version) = ramen_call_records::BATCH_SCHEMA;
     let subject: Subject<CallBatch> = Subject::new(subject, Schema::new(name, version));
-    let batch = CallBatch { records };
     world.platform.bus.publish(&subject, &batch, PublishOptions::default()).await.unwrap();
 }
 
@@ -61,18 +60,32 @@ async fn a_nodes_batches_are_stored_and_read_back_by_members_only() {
     world.member("beta", &outsider, Role::Member).await;
 
     let now = now_ms();
-    publish(
-        &world,
-        "ramen.calls.v1.node.alpha.z1",
-        vec![
-            record("alpha", now - 3000, "notes.add", "key-a", Outcome::Ok),
-            record("alpha", now - 2000, "notes.divide", "key-b", Outcome::ToolError),
-            // A record naming another placement than its subject: a node writing for others.
-            record("beta", now - 1500, "notes.add", "key-a", Outcome::Ok),
-            record("alpha", now - 1000, "notes.add", "key-b", Outcome::Refused),
-        ],
-    )
-    .await;
+    // Records naming their placement each, as a batch may carry them.
+    let records = vec![
+        record("alpha", now - 3000, "notes.add", "key-a", Outcome::Ok),
+        // A record naming another placement than its subject: a node writing for others.
+        record("beta", now - 1500, "notes.add", "key-a", Outcome::Ok),
+    ];
+    let subject = "ramen.calls.v1.node.alpha.z1";
+    publish(&world, subject, CallBatch { records, ..CallBatch::default() }).await;
+    // As a node sends them: the batch names group, zone and worker once.
+    let bare = |mut r: CallRecord| {
+        (r.group, r.zone, r.worker) = (String::new(), String::new(), String::new());
+        r
+    };
+    let records = vec![
+        bare(record("alpha", now - 2000, "notes.divide", "key-b", Outcome::ToolError)),
+        bare(record("alpha", now - 1000, "notes.add", "key-b", Outcome::Refused)),
+    ];
+    let placement = |group: &str| CallBatch {
+        group: group.into(),
+        zone: "z1".into(),
+        worker: "node-1".into(),
+        records: records.clone(),
+    };
+    publish(&world, subject, placement("alpha")).await;
+    // A batch saying another group than its subject is dropped whole.
+    publish(&world, subject, placement("beta")).await;
     let all = QueryCallsRequest { group: "alpha".into(), ..Default::default() };
     let stored = ramen_testkit::eventually("the batch is stored", Duration::from_secs(20), || {
         let (world, member, all) = (&world, &member, all.clone());
@@ -91,6 +104,7 @@ async fn a_nodes_batches_are_stored_and_read_back_by_members_only() {
     );
     assert_eq!((stored[2].duration_us, stored[2].response_bytes), (1000, 20));
     assert!(stored.iter().all(|c| c.group == "alpha" && c.arguments_json.is_empty()));
+    assert!(stored.iter().all(|c| c.zone == "z1" && c.worker == "node-1"), "filled from the batch");
     let beta = QueryCallsRequest { group: "beta".into(), ..Default::default() };
     assert!(
         query(&world, &outsider, beta).await.unwrap().calls.is_empty(),

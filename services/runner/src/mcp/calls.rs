@@ -167,7 +167,7 @@ impl Drop for ActiveCall {
             let tool = self.tool.as_deref();
             self.node.metrics.record_call(&self.method, &self.package, tool, "cancelled", seconds);
             if let Some(note) = self.note.take() {
-                self.node.calls.finish(&self.node, note, self.started, Outcome::Cancelled, 0, 0);
+                self.node.calls.finish(note, self.started, Outcome::Cancelled, 0, 0);
             }
         }
     }
@@ -187,7 +187,7 @@ pub(crate) fn record_reply(
         Reply::Sse(_) => "",
     };
     let code = if outcome == Outcome::Error { error_code(body) } else { 0 };
-    node.calls.finish(node, note, started, outcome, code, body.len());
+    node.calls.finish(note, started, outcome, code, body.len());
 }
 
 /// The `error.code` of a JSON-RPC error response; 0 when it has none.
@@ -386,7 +386,7 @@ impl ActiveCall {
                 "cancelled" => Outcome::Cancelled,
                 _ => Outcome::Error,
             };
-            self.node.calls.finish(&self.node, note, self.started, outcome, code, body.len());
+            self.node.calls.finish(note, self.started, outcome, code, body.len());
         }
         body
     }
