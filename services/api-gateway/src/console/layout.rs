@@ -186,12 +186,13 @@ pub fn empty(title: &str, next: Markup) -> Markup {
 pub fn tone(status: &str) -> &'static str {
     match status {
         "succeeded" | "ready" | "active" | "done" | "success" | "even" | "applied" | "yes"
-        | "valid" | "approved" => "ok",
+        | "valid" | "approved" | "ok" => "ok",
         "running" | "queued" | "pending" | "provisioning" | "retrying" | "starting"
         | "degraded" | "high" | "failed_resumable" | "reconciling" | "draining" | "deleting"
-        | "tearing_down" | "review" | "changed" => "warn",
+        | "tearing_down" | "review" | "changed" | "overloaded" => "warn",
         "failed" | "denied" | "dead_lettered" | "not_ready" | "exited" | "down" | "failure"
-        | "disabled" | "blocked" | "revoked" | "expired" | "rejected" | "removed" => "bad",
+        | "disabled" | "blocked" | "revoked" | "expired" | "rejected" | "removed" | "error"
+        | "tool_error" | "refused" => "bad",
         "low" | "on" | "stored" | "added" => "info",
         _ => "muted",
     }

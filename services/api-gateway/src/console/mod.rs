@@ -17,6 +17,7 @@
 mod api;
 mod assets;
 mod audit;
+mod chart;
 mod config;
 mod dashboard;
 mod environments;
@@ -60,6 +61,8 @@ pub fn router(api: Router) -> Router {
         .route("/groups", get(groups::page))
         .route("/groups/{group}", get(group::page))
         .route("/groups/{group}/jobs/{job}", get(group::jobs::page))
+        .route("/groups/{group}/calls", get(group::calls::page))
+        .route("/groups/{group}/usage", get(group::usage::page))
         .route("/groups/{group}/deletion", get(group::deletion::page))
         .route("/groups/{group}/deletion/progress", get(group::deletion::progress))
         .route("/environments", get(environments::page))

@@ -427,3 +427,77 @@ pub struct Deletion {
     pub finished_at: Option<String>,
     pub error: String,
 }
+
+/// A page of call records (`/api/groups/{group}/calls`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CallsPage {
+    pub calls: Vec<Call>,
+    pub next_page_token: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Call {
+    pub id: String,
+    pub at: Option<String>,
+    pub environment: String,
+    pub zone: String,
+    pub worker: String,
+    pub caller_id: String,
+    pub caller_name: String,
+    pub method: String,
+    pub target: String,
+    pub duration_us: u64,
+    pub outcome: String,
+    pub error_code: i64,
+    pub arguments: Option<Value>,
+}
+
+/// A usage summary (`/api/groups/{group}/usage`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub window: String,
+    pub bucket_seconds: u32,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub total: Figures,
+    pub buckets: Vec<UsageBucket>,
+    pub targets: Vec<TargetUsage>,
+    pub callers: Vec<CallerUsage>,
+    pub truncated: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Figures {
+    pub calls: u64,
+    pub errors: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct UsageBucket {
+    pub start: Option<String>,
+    pub figures: Figures,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct TargetUsage {
+    pub method: String,
+    pub target: String,
+    pub figures: Figures,
+    pub calls_per_bucket: Vec<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct CallerUsage {
+    pub caller_id: String,
+    pub caller_name: String,
+    pub figures: Figures,
+}

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::Stack;
 
-fn record(
+pub fn record(
     ago_ms: i64,
     environment: &str,
     target: &str,

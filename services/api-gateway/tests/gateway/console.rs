@@ -13,12 +13,12 @@ use serde_json::json;
 use crate::support::{Answer, PASSWORD, Stack};
 
 /// A browser's session: the cookie jar and the CSRF token.
-struct Browser {
+pub struct Browser {
     jar: String,
     csrf: String,
 }
 
-async fn sign_in(stack: &Stack, email: &str) -> Browser {
+pub async fn sign_in(stack: &Stack, email: &str) -> Browser {
     let session = stack.login(email, PASSWORD).await;
     assert_eq!(session.status, 200, "{}", session.body);
     let jar = session
@@ -31,7 +31,7 @@ async fn sign_in(stack: &Stack, email: &str) -> Browser {
     Browser { jar, csrf: session.body["csrf_token"].as_str().unwrap().to_owned() }
 }
 
-async fn get(stack: &Stack, browser: Option<&Browser>, path: &str) -> Answer {
+pub async fn get(stack: &Stack, browser: Option<&Browser>, path: &str) -> Answer {
     let mut request = stack.http.get(stack.url(path));
     if let Some(b) = browser {
         request = request.header("cookie", &b.jar);
@@ -39,13 +39,13 @@ async fn get(stack: &Stack, browser: Option<&Browser>, path: &str) -> Answer {
     stack.send(request).await
 }
 
-fn html(answer: &Answer) -> &str {
+pub fn html(answer: &Answer) -> &str {
     answer.body.as_str().unwrap_or_default()
 }
 
 /// The world: zones z1, z2; groups alpha and beta with an environment each; Ana a member of
 /// alpha, Ada its admin, Bo admin of beta, and a super admin.
-async fn world() -> (Stack, [Browser; 4]) {
+pub async fn world() -> (Stack, [Browser; 4]) {
     let stack = Stack::start_full().await;
     let ana = stack.user("ana@example.com", false).await;
     let ada = stack.user("ada@example.com", false).await;

@@ -6,6 +6,7 @@ mod bounds;
 mod calls;
 mod client_addr;
 mod console;
+mod console_calls;
 mod edge_keys;
 mod environments;
 mod login_csrf;

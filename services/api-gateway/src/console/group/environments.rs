@@ -77,6 +77,11 @@ fn environment(data: &Data, env: &Environment, manage: bool, deploy: bool) -> Ma
                     @if env.surface_changes == "review" { "reviewed: a deploy that changes what the tools say waits for a group admin" }
                     @else { "allowed: a deploy logs how the tools changed and goes on" }
                 } }
+                div { dt { "Calls" } dd {
+                    a href=(format!("/groups/{}/calls?environment={}", enc(g), enc(&env.name))) { "calls" }
+                    " · "
+                    a href=(format!("/groups/{}/usage?environment={}", enc(g), enc(&env.name))) { "usage" }
+                } }
                 div { dt { "Call arguments" } dd data-record-arguments=(env.record_arguments) {
                     @if env.record_arguments { "recorded (secrets redacted) from the next deploy on" }
                     @else { "not recorded: call records say who called what, never with what" }

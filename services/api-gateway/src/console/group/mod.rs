@@ -5,12 +5,14 @@
 //! a section the API refuses shows its refusal, and forms are offered only where the one rule
 //! allows the viewer to use them.
 
+pub mod calls;
 pub mod deletion;
 mod environments;
 pub mod jobs;
 mod packages;
 mod people;
 mod settings;
+pub mod usage;
 mod zones;
 
 use axum::extract::{Path, State};
@@ -139,6 +141,8 @@ pub async fn page(
         nav.tabs aria-label="Sections" {
             ul {
                 @for (id, label) in SECTIONS { li { a href=(format!("#{id}")) { (label) } } }
+                li { a href=(format!("/groups/{}/calls", enc(&data.group.name))) { "Calls" } }
+                li { a href=(format!("/groups/{}/usage", enc(&data.group.name))) { "Usage" } }
             }
         }
         (environments::section(&data, &viewer))
@@ -196,6 +200,28 @@ fn block(id: &str, title: &str, intro: Markup, body: Markup) -> Markup {
             h2 id=(format!("{id}-title")) { (title) }
             (intro)
             (body)
+        }
+    }
+}
+
+/// The head of a group's Calls and Usage pages: the way back, and the group's views with the
+/// current one marked.
+pub fn views_header(group: &str, current: &str) -> Markup {
+    let g = enc(group);
+    let views = [
+        ("overview", "Overview", format!("/groups/{g}")),
+        ("calls", "Calls", format!("/groups/{g}/calls")),
+        ("usage", "Usage", format!("/groups/{g}/usage")),
+    ];
+    html! {
+        p.crumbs { a href="/groups" { "Groups" } " / " a href=(format!("/groups/{g}")) { (group) } " /" }
+        h1 { (group) }
+        nav.tabs aria-label="Group views" {
+            ul {
+                @for (id, label, href) in &views {
+                    li { a href=(href) aria-current=[(*id == current).then_some("page")] { (label) } }
+                }
+            }
         }
     }
 }
