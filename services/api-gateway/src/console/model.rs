@@ -428,14 +428,6 @@ pub struct Deletion {
     pub error: String,
 }
 
-/// A page of call records (`/api/groups/{group}/calls`).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct CallsPage {
-    pub calls: Vec<Call>,
-    pub next_page_token: String,
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Call {

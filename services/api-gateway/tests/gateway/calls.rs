@@ -55,7 +55,11 @@ async fn store_calls(stack: &Stack) {
     let mut other = record(10_000, "prod", "notes.add", "k9", Outcome::Ok);
     other.group = "beta".into();
     let origin = Origin { group: "beta", zone: "z1", sequence: 2 };
-    stack.auth.store_calls(origin, CallBatch { records: vec![other], ..CallBatch::default() }).await.unwrap();
+    stack
+        .auth
+        .store_calls(origin, CallBatch { records: vec![other], ..CallBatch::default() })
+        .await
+        .unwrap();
 }
 
 fn targets(body: &Value) -> Vec<(String, String)> {

@@ -19,7 +19,7 @@ async fn calls_and_usage_pages_show_the_groups_calls_to_its_members_only() {
         record(30_000, "alpha-prod", "notes.list", "k1", Outcome::Ok),
     ];
     let origin = Origin { group: "alpha", zone: "z1", sequence: 1 };
-    stack.auth.store_calls(origin, CallBatch { records }).await.unwrap();
+    stack.auth.store_calls(origin, CallBatch { records, ..CallBatch::default() }).await.unwrap();
 
     let group = get(&stack, Some(&ana), "/groups/alpha").await;
     assert!(html(&group).contains(r#"href="/groups/alpha/calls""#), "the group links its calls");

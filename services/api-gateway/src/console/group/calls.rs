@@ -12,7 +12,7 @@ use crate::console::api::enc;
 use crate::console::layout::{
     Nav, badge, empty, failure_page, pretty, render, section_failed, when,
 };
-use crate::console::model::{Call, CallsPage, Environment, Group, Page};
+use crate::console::model::{Call, Environment, Group, Page};
 use crate::console::viewer::Viewer;
 
 const OUTCOMES: [&str; 7] =
@@ -59,7 +59,7 @@ pub async fn page(
         console
             .api
             .get::<Page<Environment>>(&viewer.ctx, format!("{g}/environments?page_size=1000")),
-        console.api.get::<CallsPage>(&viewer.ctx, calls_path),
+        console.api.get::<Page<Call>>(&viewer.ctx, calls_path),
     );
     if let Err(f) = read {
         return failure_page(&viewer, Nav::Groups, &format!("Calls of {group}"), &f);
@@ -74,11 +74,11 @@ pub async fn page(
             h2.sr #calls-title { "Calls" }
             @match &calls {
                 Err(f) => (section_failed("the calls", f)),
-                Ok(p) if p.calls.is_empty() => (empty("No calls match.", html! {
+                Ok(p) if p.items.is_empty() => (empty("No calls match.", html! {
                     "Calls appear here a few seconds after an MCP client makes them; clear a filter to see more."
                 })),
                 Ok(p) => {
-                    (table(&p.calls))
+                    (table(&p.items))
                     @if !p.next_page_token.is_empty() {
                         p { a.button href=(format!("/groups/{}/calls?{}", enc(&group), filter.query(&p.next_page_token))) { "Older calls →" } }
                     }
