@@ -37,6 +37,8 @@ fn dir_size(path: &std::path::Path) -> u64 {
         .sum()
 }
 
+// Its output is what the bench script reads.
+#[allow(clippy::print_stdout)]
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let nats = ramen_testkit::Nats::start().await?;
