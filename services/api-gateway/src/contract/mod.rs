@@ -108,7 +108,9 @@ fn constrain_parameters(path: &str, operation: &mut Operation) {
                 None => continue,
             },
             (ParameterIn::Query, "page_size") => page_size(),
-            (ParameterIn::Query, "page_token") => page_token(path.ends_with("/audit")),
+            (ParameterIn::Query, "page_token") => {
+                page_token(path.ends_with("/audit") || path.ends_with("/calls"))
+            }
             // The optional name filters (`group`, `environment`, `zone`) are set on the JSON
             // document: see `bodies::optional_filters`.
             (ParameterIn::Query, "track") => json_schema(serde_json::json!({
@@ -167,10 +169,10 @@ fn page_size() -> Schema {
     )
 }
 
-/// A page token is the offset of the next page (`ramen_service::paging`); the audit log's also
-/// pins the time of its first page (`<offset>.<until_ms>`). Opaque to clients, but these are
-/// the only shapes a server issues.
-fn page_token(audit: bool) -> Schema {
-    let pattern = if audit { r"^[0-9]{0,19}(\.-?[0-9]{1,18})?$" } else { "^[0-9]{0,19}$" };
+/// A page token is the offset of the next page (`ramen_service::paging`); the audit log's and
+/// the call records' also pin the time of their first page (`<offset>.<until_ms>`). Opaque to
+/// clients, but these are the only shapes a server issues.
+fn page_token(pinned: bool) -> Schema {
+    let pattern = if pinned { r"^[0-9]{0,19}(\.-?[0-9]{1,18})?$" } else { "^[0-9]{0,19}$" };
     Schema::Object(ObjectBuilder::new().schema_type(Type::String).pattern(Some(pattern)).build())
 }

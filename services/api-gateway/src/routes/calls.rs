@@ -36,7 +36,7 @@ pub struct CallsQuery {
     #[serde(default)]
     pub caller: String,
     /// Only calls that ended this way.
-    #[param(value_type = Option<CallOutcomeWord>)]
+    #[param(inline, value_type = Option<CallOutcomeWord>)]
     pub outcome: Option<String>,
     /// RFC 3339, inclusive.
     #[param(format = DateTime)]
@@ -54,9 +54,9 @@ pub struct UsageQuery {
     /// Only this environment; absent = every environment of the group.
     #[serde(default)]
     pub environment: String,
-    /// `hour` (1-minute buckets, the default), `day` (30-minute buckets) or `week` (6-hour
-    /// buckets), ending now.
-    #[param(inline, value_type = Option<String>, pattern = "^(hour|day|week)$")]
+    /// `hour` (1-minute buckets; also when empty or absent), `day` (30-minute buckets) or
+    /// `week` (6-hour buckets), ending now.
+    #[param(inline, value_type = Option<String>, pattern = "^(hour|day|week)?$")]
     pub window: Option<String>,
 }
 
