@@ -189,6 +189,24 @@ impl Bus {
         self.publish_raw(subject.name(), headers, payload).await
     }
 
+    /// Publishes `json`, which the caller has already encoded as a `T` (a hot path that writes
+    /// its JSON by hand, such as a node's call records), with `subject`'s schema headers, and
+    /// waits for the stream's ack. Not checked here: a reader refuses what does not decode.
+    pub async fn publish_encoded<T>(
+        &self,
+        subject: &Subject<T>,
+        json: bytes::Bytes,
+        options: PublishOptions,
+    ) -> Result<PublishAck> {
+        let headers = headers::outgoing(
+            subject.schema(),
+            options.headers.as_ref(),
+            options.traceparent.as_deref(),
+            options.msg_id.as_deref(),
+        );
+        self.publish_raw(subject.name(), headers, json).await
+    }
+
     /// Publishes already-encoded bytes with exactly `headers` (DLQ moves and replays).
     pub(crate) async fn publish_raw(
         &self,

@@ -11,6 +11,7 @@
 //! Arguments are not recorded unless an environment asks for them, and then [`redact`]ed.
 
 mod redact;
+mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 pub use redact::{REDACTED, redact};
+pub use wire::batch_json;
 
 /// How a call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ramen_bus::auth::{NODE_MAX_PAYLOAD, node_calls_subject, parse_node_calls_subject};
 use ramen_bus::{PublishOptions, Schema, Subject};
-use ramen_call_records::{Batcher, CallRecord, Outcome, Recorder};
+use ramen_call_records::{Batcher, CallBatch, CallRecord, Outcome, Recorder};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
@@ -169,8 +169,8 @@ pub async fn run(
         return;
     }
     let (schema, version) = ramen_call_records::BATCH_SCHEMA;
-    // Batches go out as the JSON `encode` made of them: serialised once, never twice.
-    let subject: Subject<Box<RawValue>> = Subject::new(name, Schema::new(schema, version));
+    // Batches go out as the JSON `encode` wrote for them: serialised once, never twice.
+    let subject: Subject<CallBatch> = Subject::new(name, Schema::new(schema, version));
     let client_name = format!("runner-{}-calls", node.identity.node_id);
     let retry = Duration::from_secs(2);
     let connected =
@@ -184,7 +184,8 @@ pub async fn run(
         };
         let Some(batch) = batch else { break };
         for (records, json) in encode(&node.identity, batch) {
-            if let Err(err) = bus.publish(&subject, &json, PublishOptions::default()).await {
+            let publish = bus.publish_encoded(&subject, json.into(), PublishOptions::default());
+            if let Err(err) = publish.await {
                 tracing::warn!(%err, records, "call records not taken by the stream; counted as lost");
                 recorder.count_lost(records);
             }
@@ -205,12 +206,12 @@ fn report_lost(node: &Node, recorder: &Recorder, reported: u64) -> u64 {
 /// records each holds. Serialised once when it fits (nearly always); a part too big is halved.
 /// A single record too big on its own (huge arguments under a raised limit) goes without its
 /// arguments.
-fn encode(placement: &Identity, batch: Vec<CallRecord>) -> Vec<(usize, Box<RawValue>)> {
+fn encode(placement: &Identity, batch: Vec<CallRecord>) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut pending = vec![batch];
     while let Some(mut records) = pending.pop() {
         let json = batch_json(placement, &records);
-        if json.get().len() <= MAX_BATCH_BYTES {
+        if json.len() <= MAX_BATCH_BYTES {
             out.push((records.len(), json));
         } else if records.len() > 1 {
             let back = records.split_off(records.len() / 2);
@@ -224,30 +225,14 @@ fn encode(placement: &Identity, batch: Vec<CallRecord>) -> Vec<(usize, Box<RawVa
     out
 }
 
-/// `CallBatch` JSON without copying the records.
-fn batch_json(placement: &Identity, records: &[CallRecord]) -> Box<RawValue> {
-    #[derive(serde::Serialize)]
-    struct Borrowed<'a> {
-        group: &'a str,
-        zone: &'a str,
-        worker: &'a str,
-        records: &'a [CallRecord],
-    }
-    let batch = Borrowed {
-        group: &placement.group,
-        zone: &placement.zone,
-        worker: &placement.node_id,
-        records,
-    };
-    let text = serde_json::to_string(&batch).unwrap_or_else(|_| r#"{"records":[]}"#.into());
-    RawValue::from_string(text)
-        .unwrap_or_else(|_| RawValue::from_string("{}".into()).unwrap_or_default())
+/// `CallBatch` JSON without copying the records (written by hand: see `ramen_call_records::batch_json`).
+fn batch_json(placement: &Identity, records: &[CallRecord]) -> String {
+    ramen_call_records::batch_json(&placement.group, &placement.zone, &placement.node_id, records)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ramen_call_records::CallBatch;
 
     fn placement() -> Identity {
         let (node_id, group, zone) = ("w".into(), "g".into(), "z".into());
@@ -283,8 +268,8 @@ mod tests {
         assert!(parts.len() > 1, "100 × 8 KiB does not fit one payload");
         let mut order = Vec::new();
         for (count, json) in &parts {
-            assert!(json.get().len() <= MAX_BATCH_BYTES, "{}", json.get().len());
-            let decoded: CallBatch = serde_json::from_str(json.get()).unwrap();
+            assert!(json.len() <= MAX_BATCH_BYTES, "{}", json.len());
+            let decoded: CallBatch = serde_json::from_str(json).unwrap();
             assert_eq!(decoded.records.len(), *count);
             order.extend(decoded.records.iter().map(|r| r.at_ms));
         }
@@ -292,10 +277,10 @@ mod tests {
         let small: Vec<_> = (0..3).map(|n| record(n, None)).collect();
         let whole = encode(&placement(), small.clone());
         assert_eq!(whole.len(), 1, "a small batch goes whole");
-        let decoded: CallBatch = serde_json::from_str(whole[0].1.get()).unwrap();
+        let decoded: CallBatch = serde_json::from_str(&whole[0].1).unwrap();
         let said_once = (decoded.group.as_str(), decoded.zone.as_str(), decoded.worker.as_str());
         assert_eq!(said_once, ("g", "z", "w"));
-        assert!(!whole[0].1.get().contains(r#""worker":"w","records":[{"at_ms":0,"worker""#));
+        assert!(!whole[0].1.contains(r#""worker":"w","records":[{"at_ms":0,"worker""#));
         let mut expected = small;
         for r in &mut expected {
             (r.group, r.zone, r.worker) = ("g".into(), "z".into(), "w".into());
