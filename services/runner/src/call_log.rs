@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::node::{Identity, Node};
+use crate::node_bus::NodeBus;
 use crate::policy::CallerId;
 
 /// Records a node holds while the bus is slow or away: about a few MB.
@@ -152,14 +153,12 @@ pub fn queue() -> (Recorder, Batcher) {
 }
 
 /// Publishes the node's batches until cancelled, as the placement's NATS user; what the
-/// stream does not take is counted as lost. `credentials`: the node's `.creds` text (empty:
-/// connect without).
+/// stream does not take is counted as lost.
 pub async fn run(
     node: Arc<Node>,
     mut batcher: Batcher,
     recorder: Recorder,
-    url: String,
-    credentials: String,
+    bus: NodeBus,
     token: CancellationToken,
 ) {
     let (group, zone) = (node.identity.group.clone(), node.identity.zone.clone());
@@ -171,11 +170,7 @@ pub async fn run(
     let (schema, version) = ramen_call_records::BATCH_SCHEMA;
     // Batches go out as the JSON `encode` wrote for them: serialised once, never twice.
     let subject: Subject<CallBatch> = Subject::new(name, Schema::new(schema, version));
-    let client_name = format!("runner-{}-calls", node.identity.node_id);
-    let retry = Duration::from_secs(2);
-    let connected =
-        crate::node_bus::connect(&url, &client_name, &credentials, "call records", retry, &token);
-    let Some(bus) = connected.await else { return };
+    let Some(bus) = bus.get("call records", Duration::from_secs(2), &token).await else { return };
     let mut reported = 0;
     loop {
         let batch = tokio::select! {

@@ -14,6 +14,7 @@ use ramen_proto::events::v1::{EventMeta, NodeLoadReport};
 use tokio_util::sync::CancellationToken;
 
 use crate::node::Node;
+use crate::node_bus::NodeBus;
 
 /// The subject this node reports on.
 pub fn subject(node: &Node) -> Subject<NodeLoadReport> {
@@ -48,26 +49,14 @@ pub fn report(node: &Node) -> NodeLoadReport {
 
 /// Publishes a report every `interval` until cancelled. A bus outage skips reports (the
 /// rebalancer then sees the node as `down` after a few intervals, which is the truth).
-/// `credentials`: the node's `.creds` text (empty: connect without).
-pub async fn run(
-    node: Arc<Node>,
-    url: String,
-    credentials: String,
-    interval: Duration,
-    token: CancellationToken,
-) {
-    let name = format!("runner-{}", node.identity.node_id);
+pub async fn run(node: Arc<Node>, bus: NodeBus, interval: Duration, token: CancellationToken) {
     let subject = subject(&node);
     if parse_node_load_subject(subject.name()).is_none() {
         tracing::warn!(group = %node.identity.group, zone = %node.identity.zone,
             "no load reports: a node outside a placement (group and zone must be set) has no subject to report on");
         return;
     }
-    let Some(bus) =
-        crate::node_bus::connect(&url, &name, &credentials, "load reports", interval, &token).await
-    else {
-        return;
-    };
+    let Some(bus) = bus.get("load reports", interval, &token).await else { return };
     let mut tick = tokio::time::interval(interval);
     loop {
         tokio::select! {

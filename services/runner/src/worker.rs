@@ -21,6 +21,7 @@ use crate::confine::GroupCode;
 use crate::drain;
 use crate::metrics::NodeMetrics;
 use crate::node::{Identity, Node, Settings};
+use crate::node_bus::NodeBus;
 use crate::policy::Policy;
 use crate::reload::{Reloaded, Reloader, Workdir};
 use crate::runtime::{Runtime, RuntimeSpec, RuntimeState};
@@ -49,6 +50,8 @@ pub struct Worker {
     tasks: TaskCenter,
     stop: CancellationToken,
     servers: Vec<tokio::task::JoinHandle<()>>,
+    /// The node's NATS connection (load reports, call records); none without `nats_url`.
+    bus: Option<NodeBus>,
 }
 
 /// How this node confines its group's code, as its config says.
@@ -144,11 +147,14 @@ impl Worker {
             Node::new(settings(&config), identity(&config), policy, runtime, node_metrics)
                 .with_call_log(call_log),
         );
-        if let Some((recorder, batcher)) = publisher {
-            let (node, url) = (node.clone(), config.nats_url.clone());
-            let credentials = config.nats_credentials.0.clone();
+        let bus = (!config.nats_url.is_empty()).then(|| {
+            let name = format!("runner-{}", config.node_id);
+            NodeBus::new(config.nats_url.clone(), name, config.nats_credentials.0.clone())
+        });
+        if let (Some((recorder, batcher)), Some(bus)) = (publisher, bus.clone()) {
+            let node = node.clone();
             tasks.spawn("call-records", move |token| {
-                crate::call_log::run(node, batcher, recorder, url, credentials, token)
+                crate::call_log::run(node, batcher, recorder, bus, token)
             });
         }
         let blob = open_blob(&config).await?;
@@ -213,6 +219,7 @@ impl Worker {
             tasks,
             stop,
             servers: vec![mcp_server, admin_server, grpc_server],
+            bus,
         };
         worker.spawn_background();
         Ok(worker)
@@ -248,13 +255,10 @@ impl Worker {
                 crate::policy_file::watch(path, control, token)
             });
         }
-        if !self.config.nats_url.is_empty() {
-            let (node, url, interval) =
-                (self.node.clone(), self.config.nats_url.clone(), self.config.load_report_interval);
-            let credentials = self.config.nats_credentials.0.clone();
-            self.tasks.spawn("load-reports", move |token| {
-                crate::load::run(node, url, credentials, interval, token)
-            });
+        if let Some(bus) = self.bus.clone() {
+            let (node, interval) = (self.node.clone(), self.config.load_report_interval);
+            self.tasks
+                .spawn("load-reports", move |token| crate::load::run(node, bus, interval, token));
         }
     }
 

@@ -186,3 +186,39 @@ impl Lossy for CallRecord {
         serde_json::to_string(self).unwrap()
     }
 }
+
+/// Load reports and call records go out on one NATS connection: a fleet of nodes costs the
+/// server one client per node, not one per thing a node publishes.
+#[tokio::test]
+async fn load_reports_and_call_records_share_one_connection() {
+    let nats = OperatorNats::start().await.unwrap();
+    calls_stream(&nats).await;
+    let watcher = nats.connect_unrestricted().await.unwrap();
+    let load_subject = ramen_bus::auth::node_load_subject(support::GROUP, support::ZONE);
+    let mut reports = watcher.client().subscribe(load_subject).await.unwrap();
+    let credentials = nats.node_minter().mint(support::GROUP, support::ZONE).unwrap();
+    let node = support::start("examples/hello-repo", |c| {
+        c.nats_url = nats.url();
+        c.nats_credentials = ramen_node_contract::NodeCredentials(credentials.to_text());
+        c.load_report_interval = Duration::from_millis(200);
+    })
+    .await;
+    let (mut client, _) = Driver::connect(&node.url).await;
+    client.call("notes.add", json!({"a": 1, "b": 2})).await;
+    client.quit().await;
+    assert_eq!(records(&nats, 1).await.len(), 1);
+    let report = tokio::time::timeout(Duration::from_secs(20), reports.next()).await;
+    assert!(report.expect("a load report within 20 s").is_some());
+
+    let connz = format!("http://127.0.0.1:{}/connz", nats.nats.monitor_port);
+    let connz: Value = reqwest::get(connz).await.unwrap().json().await.unwrap();
+    let names: Vec<&str> = connz["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .filter(|name| name.starts_with("runner-"))
+        .collect();
+    assert_eq!(names, ["runner-node-1"], "one connection for both: {connz}");
+    node.stop().await;
+}
