@@ -44,6 +44,28 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in the order the API lists them.
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Ok,
+        Outcome::ToolError,
+        Outcome::Error,
+        Outcome::Blocked,
+        Outcome::Refused,
+        Outcome::Cancelled,
+        Outcome::Overloaded,
+    ];
+
+    /// The outcome a word names (`as_str`'s word, which is also its serde name).
+    pub fn parse(word: &str) -> Option<Outcome> {
+        Self::ALL.into_iter().find(|outcome| outcome.as_str() == word)
+    }
+
+    /// The words, for an error that lists what is accepted.
+    pub fn words() -> String {
+        Self::ALL.map(Outcome::as_str).join(", ")
+    }
+
+    /// The word: what serde writes and reads, and what the API and the CLI show.
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -230,6 +252,20 @@ mod tests {
             response_bytes: 40,
             arguments: None,
         }
+    }
+
+    #[test]
+    fn each_outcome_has_one_word_which_is_its_serde_name() {
+        for outcome in Outcome::ALL {
+            let serde = serde_json::to_value(outcome).unwrap();
+            assert_eq!(serde, outcome.as_str(), "{outcome:?}");
+            assert_eq!(Outcome::parse(outcome.as_str()), Some(outcome));
+        }
+        assert_eq!(Outcome::parse("OK"), None, "words are exact");
+        assert_eq!(
+            Outcome::words(),
+            "ok, tool_error, error, blocked, refused, cancelled, overloaded"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -361,22 +361,18 @@ pub fn record_id(sequence: u64, index: usize) -> String {
     format!("{sequence:016x}-{index:04x}")
 }
 
+/// The outcome a query asks for (`UNSPECIFIED`: any); the inverse of [`outcome_to_pb`].
 fn outcome_filter(outcome: i32) -> Result<Option<Outcome>, AuthError> {
-    Ok(Some(match CallOutcome::try_from(outcome) {
-        Ok(CallOutcome::Unspecified) => return Ok(None),
-        Ok(CallOutcome::Ok) => Outcome::Ok,
-        Ok(CallOutcome::ToolError) => Outcome::ToolError,
-        Ok(CallOutcome::Error) => Outcome::Error,
-        Ok(CallOutcome::Blocked) => Outcome::Blocked,
-        Ok(CallOutcome::Refused) => Outcome::Refused,
-        Ok(CallOutcome::Cancelled) => Outcome::Cancelled,
-        Ok(CallOutcome::Overloaded) => Outcome::Overloaded,
-        Err(_) => {
-            return Err(AuthError::invalid("outcome", format!("{outcome} is no call outcome")));
-        }
-    }))
+    if outcome == CallOutcome::Unspecified as i32 {
+        return Ok(None);
+    }
+    match Outcome::ALL.into_iter().find(|o| outcome_to_pb(*o) as i32 == outcome) {
+        Some(found) => Ok(Some(found)),
+        None => Err(AuthError::invalid("outcome", format!("{outcome} is no call outcome"))),
+    }
 }
 
+/// The one mapping from a record's outcome to the wire's.
 fn outcome_to_pb(outcome: Outcome) -> CallOutcome {
     match outcome {
         Outcome::Ok => CallOutcome::Ok,

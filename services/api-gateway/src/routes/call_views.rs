@@ -8,9 +8,11 @@ use utoipa::ToSchema;
 use super::views::time;
 use super::zone_views::word;
 
-/// How a call ended (the document's list of the words `outcome` takes; parsed by [`Self::parse`]
-/// so a wrong word is refused naming the parameter).
+/// How a call ended: the document's list of the words `outcome` takes. Only the document reads
+/// the variants; [`Self::parse`] reads the words from the wire's enum, and a test holds the two
+/// (and the records' own words) to one list.
 #[derive(Clone, Copy, Debug, ToSchema)]
+#[allow(dead_code)]
 #[schema(rename_all = "snake_case")]
 pub enum CallOutcomeWord {
     /// A result.
@@ -30,37 +32,26 @@ pub enum CallOutcomeWord {
 }
 
 impl CallOutcomeWord {
-    /// The word of a query parameter; the error names the parameter and the words it takes.
+    /// The outcome a query parameter names, by the words the wire's enum spells (as the views
+    /// write them); the error names the parameter and the words it takes.
     pub fn parse(field: &str, value: &str) -> Result<pb::CallOutcome, crate::error::ApiError> {
-        let word = match value {
-            "ok" => Self::Ok,
-            "tool_error" => Self::ToolError,
-            "error" => Self::Error,
-            "blocked" => Self::Blocked,
-            "refused" => Self::Refused,
-            "cancelled" => Self::Cancelled,
-            "overloaded" => Self::Overloaded,
-            _ => {
-                return Err(crate::error::ApiError::invalid(format!(
-                    "{field}: `{value}` is not one of ok, tool_error, error, blocked, refused, \
-                     cancelled, overloaded"
-                )));
-            }
-        };
-        Ok(word.wire())
+        outcomes().find(|outcome| outcome_word(*outcome) == value).ok_or_else(|| {
+            let words: Vec<String> = outcomes().map(outcome_word).collect();
+            crate::error::ApiError::invalid(format!(
+                "{field}: `{value}` is not one of {}",
+                words.join(", ")
+            ))
+        })
     }
+}
 
-    fn wire(self) -> pb::CallOutcome {
-        match self {
-            Self::Ok => pb::CallOutcome::Ok,
-            Self::ToolError => pb::CallOutcome::ToolError,
-            Self::Error => pb::CallOutcome::Error,
-            Self::Blocked => pb::CallOutcome::Blocked,
-            Self::Refused => pb::CallOutcome::Refused,
-            Self::Cancelled => pb::CallOutcome::Cancelled,
-            Self::Overloaded => pb::CallOutcome::Overloaded,
-        }
-    }
+/// Every outcome a record can have (the wire's, without `UNSPECIFIED`).
+fn outcomes() -> impl Iterator<Item = pb::CallOutcome> {
+    (1..).map_while(|n| pb::CallOutcome::try_from(n).ok())
+}
+
+fn outcome_word(outcome: pb::CallOutcome) -> String {
+    word(outcome.as_str_name(), "CALL_OUTCOME_")
 }
 
 /// One MCP call a node answered.
@@ -102,7 +93,7 @@ impl From<pb::CallRecord> for CallView {
         });
         Self {
             at: time(c.at.as_ref()),
-            outcome: word(c.outcome().as_str_name(), "CALL_OUTCOME_"),
+            outcome: outcome_word(c.outcome()),
             arguments,
             id: c.id,
             environment: c.environment,
@@ -213,5 +204,29 @@ impl From<pb::CallUsageResponse> for UsageView {
                 .collect(),
             truncated: u.truncated,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words the document lists, the words parsed and shown, and the records' own words
+    /// are one list: a new outcome added to one and not the others fails here.
+    #[test]
+    fn the_documents_words_are_the_wires_and_the_records() {
+        let schema = serde_json::to_value(<CallOutcomeWord as utoipa::PartialSchema>::schema());
+        let documented: Vec<String> =
+            serde_json::from_value(schema.unwrap()["enum"].clone()).unwrap();
+        let wire: Vec<String> = outcomes().map(outcome_word).collect();
+        let records: Vec<&str> = ramen_call_records::Outcome::ALL.map(|o| o.as_str()).to_vec();
+        assert_eq!(documented, wire);
+        assert_eq!(wire, records);
+        for word in &wire {
+            let parsed = CallOutcomeWord::parse("outcome", word).unwrap();
+            assert_eq!(&outcome_word(parsed), word);
+        }
+        let refused = CallOutcomeWord::parse("outcome", "fine").unwrap_err();
+        assert!(format!("{refused:?}").contains("ok, tool_error, error"), "{refused:?}");
     }
 }
