@@ -151,6 +151,19 @@ impl DocumentStore for MongoStore {
         writes::put(&coll, id, doc, expiry.as_ref()).await
     }
 
+    async fn put_many(&self, coll: &str, docs: &[(String, Value)]) -> Result<(), StoreError> {
+        for (id, doc) in docs {
+            check_document(doc)?;
+            check_id(id)?;
+        }
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let expiry = self.expiry(coll);
+        let coll = self.coll(coll)?;
+        writes::put_many(&coll, docs, expiry.as_ref(), now_ms()).await
+    }
+
     async fn delete(
         &self,
         coll: &str,

@@ -3,10 +3,11 @@
 
 use mongodb::Collection;
 use mongodb::bson::{Document, doc};
+use mongodb::error::{ErrorKind, InsertManyError};
 use serde_json::Value;
 
 use super::convert::{EXPIRES, ID, VERSION, i64_version, to_document, version_of};
-use super::error::{map, map_write};
+use super::error::{DUPLICATE_KEY, map, map_write};
 use crate::{Expiry, StoreError};
 
 type Coll = Collection<Document>;
@@ -94,6 +95,38 @@ pub(super) async fn put(
         "put {}/{id}: lost the race to concurrent writers {PUT_ATTEMPTS} times",
         coll.name()
     )))
+}
+
+/// Many documents whatever their versions: one unordered `insert_many` (one round trip for a
+/// batch of call records, where `put` would take two per document); the ones already there
+/// (a batch delivered again, or an expired document the TTL monitor has not removed yet) are
+/// then written over one by one, as `put` does.
+pub(super) async fn put_many(
+    coll: &Coll,
+    docs: &[(String, Value)],
+    expiry: Option<&Expiry>,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let documents = docs.iter().map(|(id, doc)| to_document(id, 1, doc, expiry));
+    let existing: Vec<usize> = match coll.insert_many(documents).ordered(false).await {
+        Ok(_) => return Ok(()),
+        Err(err) => match err.kind.as_ref() {
+            ErrorKind::InsertMany(InsertManyError {
+                write_errors: Some(errors),
+                write_concern_error: None,
+                ..
+            }) if errors.iter().all(|e| e.code == DUPLICATE_KEY) => {
+                errors.iter().map(|e| e.index).collect()
+            }
+            _ => return Err(map(err)),
+        },
+    };
+    for index in existing {
+        let (id, doc) = &docs[index];
+        clear_expired(coll, id, expiry, now_ms).await?;
+        put(coll, id, doc, expiry).await?;
+    }
+    Ok(())
 }
 
 pub(super) async fn delete(

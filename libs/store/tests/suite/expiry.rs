@@ -101,6 +101,15 @@ pub async fn put_many_writes_a_batch_idempotently(ctx: Ctx) -> Result<()> {
     let ids: Vec<&str> = newest.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["r000", "r001"]);
     assert_eq!(newest[0].doc, json!({"at_ms": now, "n": 0}));
+    // Some already there with other contents, some new: each is written whatever it was.
+    let mixed = [
+        ("r000".to_owned(), json!({"at_ms": now, "n": 100})),
+        ("r050".to_owned(), json!({"at_ms": now - 50, "n": 50})),
+    ];
+    ctx.store.put_many(&coll, &mixed).await?;
+    assert_eq!(ctx.store.get(&coll, "r000").await?.unwrap().doc, mixed[0].1, "written over");
+    assert_eq!(ctx.store.get(&coll, "r050").await?.unwrap().doc, mixed[1].1);
+    assert_eq!(ctx.store.count(&coll, &Filter::new()).await?, 51);
     let e = err(ctx.store.put_many(&coll, &[("bad".into(), json!([1]))]).await);
     assert!(matches!(e, StoreError::InvalidDocument(_)), "not an object: refused, {e:?}");
     Ok(())
