@@ -63,5 +63,6 @@ conformance! {
     concurrency::collections_are_listed,
     expiry::expired_documents_are_gone_for_reads_and_writes,
     expiry::a_retention_is_checked,
+    expiry::a_retention_can_be_changed,
     expiry::put_many_writes_a_batch_idempotently,
 }

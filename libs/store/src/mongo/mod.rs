@@ -17,6 +17,9 @@ use crate::validate::{check_collection, check_document, check_id};
 use crate::{CollectionSpec, DocumentStore, Expiry, Filter, IndexSpec, Query, StoreError, Stored};
 use convert::{EXPIRES, ID, and_live, filter_doc, from_document, sort_doc};
 
+/// MongoDB's IndexOptionsConflict: an index of that name exists with other options.
+const INDEX_OPTIONS_CONFLICT: i32 = 85;
+
 /// The MongoDB store. Cheap to clone (the driver's client is a shared pool).
 #[derive(Clone, Debug)]
 pub struct MongoStore {
@@ -100,10 +103,27 @@ impl DocumentStore for MongoStore {
                 .expire_after(std::time::Duration::from_secs(expiry.after_seconds))
                 .build();
             let model = IndexModel::builder().keys(doc! { EXPIRES: 1 }).options(options).build();
-            coll.create_index(model)
-                .await
-                .map(drop)
-                .map_err(|e| error::map_index(e, coll.name(), &name))?;
+            match coll.create_index(model).await {
+                Ok(_) => {}
+                // The same TTL index with another `expireAfterSeconds`: the operator changed
+                // the retention. `collMod` changes it in place (no rebuild); anything else
+                // about the index clashing is still a conflict.
+                Err(e)
+                    if error::server_error(&e)
+                        .is_some_and(|(c, _)| c == INDEX_OPTIONS_CONFLICT) =>
+                {
+                    let seconds = i64::try_from(expiry.after_seconds).unwrap_or(i64::MAX);
+                    let change = doc! {
+                        "collMod": coll.name(),
+                        "index": { "name": &name, "expireAfterSeconds": seconds },
+                    };
+                    self.db
+                        .run_command(change)
+                        .await
+                        .map_err(|e| error::map_index(e, coll.name(), &name))?;
+                }
+                Err(e) => return Err(error::map_index(e, coll.name(), &name)),
+            }
             let mut expiries =
                 self.expiries.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             expiries.insert(spec.name.clone(), expiry.clone());

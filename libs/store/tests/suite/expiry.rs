@@ -62,6 +62,28 @@ pub async fn a_retention_is_checked(ctx: Ctx) -> Result<()> {
     Ok(())
 }
 
+/// An operator changes a retention (`calls.retention`): the collection is ensured again with
+/// the new one, which applies to reads at once; ensuring it again with the same is a no-op.
+pub async fn a_retention_can_be_changed(ctx: Ctx) -> Result<()> {
+    let coll = ctx.coll("retention_changed");
+    let spec = |hours: u64| {
+        CollectionSpec::new(&coll)
+            .index("by_at", ["at_ms"])
+            .expire_after("at_ms", Duration::from_secs(hours * 3600))
+    };
+    ctx.store.ensure_collection(&spec(3)).await?;
+    let now = now_ms();
+    ctx.store.insert(&coll, "two_hours", &json!({"at_ms": now - 2 * 3600 * 1000})).await?;
+    ctx.store.insert(&coll, "just_now", &json!({"at_ms": now})).await?;
+    assert_eq!(ctx.store.count(&coll, &Filter::new()).await?, 2, "both within three hours");
+    ctx.store.ensure_collection(&spec(1)).await?;
+    assert_eq!(ctx.store.get(&coll, "two_hours").await?, None, "past the new retention");
+    assert_eq!(ctx.store.count(&coll, &Filter::new()).await?, 1);
+    ctx.store.ensure_collection(&spec(1)).await?;
+    assert!(ctx.store.get(&coll, "just_now").await?.is_some());
+    Ok(())
+}
+
 /// The embedded store deletes expired documents itself: on the first write to the collection,
 /// then at most once a minute (a purge can also be asked for).
 pub async fn the_embedded_store_purges_expired_documents() -> Result<()> {
