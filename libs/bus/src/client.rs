@@ -180,13 +180,7 @@ impl Bus {
         options: PublishOptions,
     ) -> Result<PublishAck> {
         let payload = encode(subject.schema(), value)?;
-        let headers = headers::outgoing(
-            subject.schema(),
-            options.headers.as_ref(),
-            options.traceparent.as_deref(),
-            options.msg_id.as_deref(),
-        );
-        self.publish_raw(subject.name(), headers, payload).await
+        self.publish_encoded(subject, payload, options).await
     }
 
     /// Publishes `json`, which the caller has already encoded as a `T` (a hot path that writes

@@ -138,19 +138,10 @@ mod tests {
 
     #[test]
     fn a_batch_is_byte_for_byte_what_serde_makes_of_it() {
-        let outcomes = [
-            Outcome::Ok,
-            Outcome::ToolError,
-            Outcome::Error,
-            Outcome::Blocked,
-            Outcome::Refused,
-            Outcome::Cancelled,
-            Outcome::Overloaded,
-        ];
-        let mut records: Vec<CallRecord> = outcomes
-            .iter()
+        let mut records: Vec<CallRecord> = Outcome::ALL
+            .into_iter()
             .enumerate()
-            .map(|(n, &outcome)| CallRecord { outcome, ..record(n as i64) })
+            .map(|(n, outcome)| CallRecord { outcome, ..record(n as i64) })
             .collect();
         // Every optional field present, negative and extreme numbers.
         records[2].error_code = -32601;
