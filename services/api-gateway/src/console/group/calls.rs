@@ -12,11 +12,9 @@ use crate::console::api::enc;
 use crate::console::layout::{
     Nav, badge, empty, failure_page, pretty, render, section_failed, when,
 };
-use crate::console::model::{Call, Environment, Group, Page};
+use crate::console::model::{Call, Page};
 use crate::console::viewer::Viewer;
-
-const OUTCOMES: [&str; 7] =
-    ["ok", "tool_error", "error", "blocked", "refused", "cancelled", "overloaded"];
+use ramen_call_records::Outcome;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -52,20 +50,19 @@ pub async fn page(
     Path(group): Path<String>,
     Query(filter): Query<Filter>,
 ) -> Response {
-    let g = format!("/api/groups/{}", enc(&group));
-    let calls_path = format!("{g}/calls?page_size=50&{}", filter.query(&filter.page_token));
-    let (read, envs, calls) = tokio::join!(
-        console.api.get::<Group>(&viewer.ctx, &g),
-        console
-            .api
-            .get::<Page<Environment>>(&viewer.ctx, format!("{g}/environments?page_size=1000")),
+    let calls_path = format!(
+        "/api/groups/{}/calls?page_size=50&{}",
+        enc(&group),
+        filter.query(&filter.page_token)
+    );
+    let (read, calls) = tokio::join!(
+        super::group_and_environments(&console, &viewer, &group),
         console.api.get::<Page<Call>>(&viewer.ctx, calls_path),
     );
-    if let Err(f) = read {
-        return failure_page(&viewer, Nav::Groups, &format!("Calls of {group}"), &f);
-    }
-    let envs: Vec<String> =
-        envs.map(|p| p.items.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+    let envs = match read {
+        Ok(envs) => envs,
+        Err(f) => return failure_page(&viewer, Nav::Groups, &format!("Calls of {group}"), &f),
+    };
     let body = html! {
         (super::views_header(&group, "calls"))
         p.lead { "Every tools/call, resources/read and prompts/get the group's nodes answered, newest first: who called, how long it took, how it ended. Arguments only where the environment records them." }
@@ -93,18 +90,13 @@ fn filters(group: &str, filter: &Filter, envs: &[String]) -> Markup {
     let action = format!("/groups/{}/calls", enc(group));
     html! {
         form.filters method="get" action=(action) {
-            label { "Environment"
-                select name="environment" {
-                    option value="" selected[filter.environment.is_empty()] { "every environment" }
-                    @for e in envs { option value=(e) selected[filter.environment == *e] { (e) } }
-                }
-            }
+            (super::environment_select(&filter.environment, envs))
             label { "Tool, resource or prompt" input name="tool" value=(filter.tool) placeholder="notes.add"; }
             label { "Caller id" input name="caller" value=(filter.caller) placeholder="key id or token subject"; }
             label { "Outcome"
                 select name="outcome" {
                     option value="" selected[filter.outcome.is_empty()] { "every outcome" }
-                    @for o in OUTCOMES { option value=(o) selected[filter.outcome == o] { (o.replace('_', " ")) } }
+                    @for o in Outcome::ALL.map(Outcome::as_str) { option value=(o) selected[filter.outcome == o] { (o.replace('_', " ")) } }
                 }
             }
             div.actions { button.primary type="submit" { "Filter" } a.button href=(action) { "Clear" } }

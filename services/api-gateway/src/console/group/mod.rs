@@ -204,6 +204,37 @@ fn block(id: &str, title: &str, intro: Markup, body: Markup) -> Markup {
     }
 }
 
+/// What a group's Calls and Usage pages read besides their own data: the group (a failure is
+/// the page's: the group is gone or not the viewer's) and its environments' names (a failure
+/// only empties the filter's list).
+pub async fn group_and_environments(
+    console: &Console,
+    viewer: &Viewer,
+    group: &str,
+) -> Result<Vec<String>, Failure> {
+    let g = format!("/api/groups/{}", enc(group));
+    let (read, envs) = tokio::join!(
+        console.api.get::<Group>(&viewer.ctx, &g),
+        console
+            .api
+            .get::<Page<Environment>>(&viewer.ctx, format!("{g}/environments?page_size=1000")),
+    );
+    read?;
+    Ok(envs.map(|p| p.items.into_iter().map(|e| e.name).collect()).unwrap_or_default())
+}
+
+/// The Calls and Usage filters' environment choice: every environment, or one of `envs`.
+pub fn environment_select(selected: &str, envs: &[String]) -> Markup {
+    html! {
+        label { "Environment"
+            select name="environment" {
+                option value="" selected[selected.is_empty()] { "every environment" }
+                @for e in envs { option value=(e) selected[selected == e] { (e) } }
+            }
+        }
+    }
+}
+
 /// The head of a group's Calls and Usage pages: the way back, and the group's views with the
 /// current one marked.
 pub fn views_header(group: &str, current: &str) -> Markup {

@@ -14,7 +14,7 @@ use crate::console::Console;
 use crate::console::api::enc;
 use crate::console::chart::{self, Frame, Series};
 use crate::console::layout::{Nav, empty, failure_page, render, section_failed};
-use crate::console::model::{Environment, Figures, Group, Page, Usage};
+use crate::console::model::{Figures, Usage};
 use crate::console::viewer::Viewer;
 
 /// Tools drawn on their own in the calls chart; the rest are summed as "other".
@@ -35,24 +35,19 @@ pub async fn page(
     Path(group): Path<String>,
     Query(filter): Query<Filter>,
 ) -> Response {
-    let g = format!("/api/groups/{}", enc(&group));
     let window = if filter.window.is_empty() { "hour" } else { filter.window.as_str() };
-    let mut usage_path = format!("{g}/usage?window={}", enc(window));
+    let mut usage_path = format!("/api/groups/{}/usage?window={}", enc(&group), enc(window));
     if !filter.environment.is_empty() {
         usage_path.push_str(&format!("&environment={}", enc(&filter.environment)));
     }
-    let (read, envs, usage) = tokio::join!(
-        console.api.get::<Group>(&viewer.ctx, &g),
-        console
-            .api
-            .get::<Page<Environment>>(&viewer.ctx, format!("{g}/environments?page_size=1000")),
+    let (read, usage) = tokio::join!(
+        super::group_and_environments(&console, &viewer, &group),
         console.api.get::<Usage>(&viewer.ctx, usage_path),
     );
-    if let Err(f) = read {
-        return failure_page(&viewer, Nav::Groups, &format!("Usage of {group}"), &f);
-    }
-    let envs: Vec<String> =
-        envs.map(|p| p.items.into_iter().map(|e| e.name).collect()).unwrap_or_default();
+    let envs = match read {
+        Ok(envs) => envs,
+        Err(f) => return failure_page(&viewer, Nav::Groups, &format!("Usage of {group}"), &f),
+    };
     let body = html! {
         (super::views_header(&group, "usage"))
         p.lead { "The group's MCP calls summed up: how many, how fast, how many failed, and who made them." }
@@ -69,12 +64,7 @@ fn filters(group: &str, filter: &Filter, window: &str, envs: &[String]) -> Marku
     let action = format!("/groups/{}/usage", enc(group));
     html! {
         form.filters method="get" action=(action) {
-            label { "Environment"
-                select name="environment" {
-                    option value="" selected[filter.environment.is_empty()] { "every environment" }
-                    @for e in envs { option value=(e) selected[filter.environment == *e] { (e) } }
-                }
-            }
+            (super::environment_select(&filter.environment, envs))
             label { "Window"
                 select name="window" {
                     @for (w, label) in WINDOWS { option value=(w) selected[window == w] { (label) } }
