@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use mongodb::bson::{Document, doc};
 use mongodb::options::IndexOptions;
-use mongodb::{Client, Database, IndexModel};
+use mongodb::{Client, Collection, Database, IndexModel};
 use serde_json::Value;
 
 use crate::model::now_ms;
@@ -19,6 +19,8 @@ use convert::{EXPIRES, ID, and_live, filter_doc, from_document, sort_doc};
 
 /// MongoDB's IndexOptionsConflict: an index of that name exists with other options.
 const INDEX_OPTIONS_CONFLICT: i32 = 85;
+/// MongoDB's Unauthorized: the user lacks the privilege for the command.
+const UNAUTHORIZED: i32 = 13;
 
 /// The MongoDB store. Cheap to clone (the driver's client is a shared pool).
 #[derive(Clone, Debug)]
@@ -30,6 +32,43 @@ pub struct MongoStore {
 }
 
 impl MongoStore {
+    /// The TTL index that deletes a collection's expired documents. A retention the operator
+    /// changed (the index exists with another `expireAfterSeconds`) is applied in place with
+    /// `collMod`; a user without that privilege (it is dbAdmin's, and readWrite is enough for
+    /// everything else ramen does) rebuilds the index instead.
+    async fn ensure_ttl_index(
+        &self,
+        coll: &Collection<Document>,
+        expiry: &Expiry,
+    ) -> Result<(), StoreError> {
+        let name = format!("ttl_{}", expiry.field.replace('.', "_"));
+        let index = || {
+            let after = std::time::Duration::from_secs(expiry.after_seconds);
+            let options = IndexOptions::builder().name(name.clone()).expire_after(after).build();
+            IndexModel::builder().keys(doc! { EXPIRES: 1 }).options(options).build()
+        };
+        let code = |e: &mongodb::error::Error| error::server_error(e).map(|(c, _)| c);
+        let conflict = |e| error::map_index(e, coll.name(), &name);
+        match coll.create_index(index()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if code(&e) == Some(INDEX_OPTIONS_CONFLICT) => {}
+            Err(e) => return Err(conflict(e)),
+        }
+        let seconds = i64::try_from(expiry.after_seconds).unwrap_or(i64::MAX);
+        let change = doc! {
+            "collMod": coll.name(),
+            "index": { "name": &name, "expireAfterSeconds": seconds },
+        };
+        match self.db.run_command(change).await {
+            Ok(_) => Ok(()),
+            Err(e) if code(&e) == Some(UNAUTHORIZED) => {
+                coll.drop_index(&name).await.map_err(error::map)?;
+                coll.create_index(index()).await.map(drop).map_err(conflict)
+            }
+            Err(e) => Err(conflict(e)),
+        }
+    }
+
     /// Connects lazily: the URI is parsed now, the server is first reached by the first call
     /// (use `ping` to check it).
     pub async fn connect(uri: &str, db: &str) -> Result<Self, StoreError> {
@@ -97,33 +136,7 @@ impl DocumentStore for MongoStore {
             self.create_index(&coll, index, false).await?;
         }
         if let Some(expiry) = &spec.expiry {
-            let name = format!("ttl_{}", expiry.field.replace('.', "_"));
-            let options = IndexOptions::builder()
-                .name(name.clone())
-                .expire_after(std::time::Duration::from_secs(expiry.after_seconds))
-                .build();
-            let model = IndexModel::builder().keys(doc! { EXPIRES: 1 }).options(options).build();
-            match coll.create_index(model).await {
-                Ok(_) => {}
-                // The same TTL index with another `expireAfterSeconds`: the operator changed
-                // the retention. `collMod` changes it in place (no rebuild); anything else
-                // about the index clashing is still a conflict.
-                Err(e)
-                    if error::server_error(&e)
-                        .is_some_and(|(c, _)| c == INDEX_OPTIONS_CONFLICT) =>
-                {
-                    let seconds = i64::try_from(expiry.after_seconds).unwrap_or(i64::MAX);
-                    let change = doc! {
-                        "collMod": coll.name(),
-                        "index": { "name": &name, "expireAfterSeconds": seconds },
-                    };
-                    self.db
-                        .run_command(change)
-                        .await
-                        .map_err(|e| error::map_index(e, coll.name(), &name))?;
-                }
-                Err(e) => return Err(error::map_index(e, coll.name(), &name)),
-            }
+            self.ensure_ttl_index(&coll, expiry).await?;
             let mut expiries =
                 self.expiries.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             expiries.insert(spec.name.clone(), expiry.clone());
