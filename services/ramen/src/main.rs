@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ramen_config::Requirement;
+// The serving binaries' allocator (mimalloc): see libs/alloc.
+use ramen_alloc as _;
 
 #[derive(Parser)]
 #[command(name = "ramen", version, about = "Host MCP servers for teams")]

@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use clap::Parser;
+// The serving binaries' allocator, as the gateway's edge has it (libs/alloc).
+use ramen_alloc as _;
 use ramen_edge::{
     Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute, router,
 };
