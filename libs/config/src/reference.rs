@@ -141,7 +141,7 @@ const ABOUT: &[(&str, &str)] = &[
     ),
     (
         "calls.retention",
-        "How long call records (every `tools/call`, `resources/read`, `prompts/get` a node answered) are kept",
+        "How long call records (every `tools/call`, `resources/read`, `prompts/get` a node answered) are kept. A change applies when auth restarts, to records already stored too (MongoDB: the TTL index is changed in place, or rebuilt where the user lacks `dbAdmin`)",
     ),
     (
         "deploy.review_timeout",
