@@ -1,13 +1,13 @@
 //! The MCP objects the runtime loaded, indexed by name and URI with the package each belongs
 //! to, so the node can filter lists and refuse blocked calls without asking the runtime.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use ramen_call_rules::Grant;
 
+use crate::HashMap;
 use crate::policy::Policy;
 use crate::runtime::Report;
 

@@ -3,7 +3,6 @@
 //! environment's rules of who may call what. Replaced atomically as a whole when the control
 //! plane pushes a new policy, so a request sees either the old one or the new one, never a mix.
 
-use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
@@ -14,6 +13,8 @@ pub use ramen_node_contract::{PolicyConfig, PolicyError};
 use ramen_node_contract::{key_digest, parse_key_hash, parse_net};
 use ramen_oauth_resource::{Expect, Issuers, Rejection, Verifier};
 use subtle::ConstantTimeEq;
+
+use crate::{HashMap, HashSet};
 
 /// The issuers' keys, one cache for the process: a pushed policy builds a new verifier, but
 /// the keys it already fetched stay.

@@ -2,7 +2,6 @@
 //! client on the node that created its session, and a client whose node is gone gets 404 and
 //! initializes again, as the MCP specification prescribes.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -10,6 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
+
+use crate::HashMap;
 
 /// Events a slow GET stream may fall behind by before it misses some.
 const STREAM_BUFFER: usize = 64;

@@ -1,7 +1,6 @@
 //! Calls into the runtime: many concurrent calls multiplexed over one pipe, each with its own
 //! event channel (notifications first, then exactly one result).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +11,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, mpsc};
 
 use super::frame;
+use crate::HashMap;
 
 /// A JSON-RPC error as the runtime (or the node on its behalf) reports it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

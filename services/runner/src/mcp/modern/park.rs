@@ -9,12 +9,12 @@
 //! `requestState` is `r1.<token>.<node id>`: the token is 128 random bits known only to
 //! this node; the node id lets the edge send the retry to the node that holds the call.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
+use crate::HashMap;
 use crate::mcp::calls::ActiveCall;
 
 /// How long a call waits for its client's answer.
