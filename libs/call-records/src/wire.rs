@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{CallRecord, Outcome};
+use crate::CallRecord;
 
 /// `CallBatch` JSON for `records` answered by `worker` in `group` / `zone`: what
 /// `serde_json::to_string(&CallBatch { group, zone, worker, records })` makes, without
@@ -54,7 +54,7 @@ fn record_json(out: &mut String, r: &CallRecord) {
     out.push_str(",\"duration_us\":");
     number(out, r.duration_us);
     out.push_str(",\"outcome\":\"");
-    out.push_str(outcome_word(r.outcome));
+    out.push_str(r.outcome.as_str());
     out.push('"');
     if r.error_code != 0 {
         out.push_str(",\"error_code\":");
@@ -70,11 +70,6 @@ fn record_json(out: &mut String, r: &CallRecord) {
         let _ = write!(out, "{arguments}");
     }
     out.push('}');
-}
-
-/// The serde name of an outcome (`rename_all = "snake_case"`, which `as_str` also spells).
-fn outcome_word(outcome: Outcome) -> &'static str {
-    outcome.as_str()
 }
 
 fn optional_string(out: &mut String, key: &str, value: &str) {
@@ -104,25 +99,16 @@ fn string(out: &mut String, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CallBatch;
+    use crate::{CallBatch, Outcome};
 
+    /// A record as a node sends it: group, zone and worker left to the batch.
     fn record(n: i64) -> CallRecord {
         CallRecord {
             at_ms: 1_764_000_000_000 + n,
             group: String::new(),
-            environment: "prod".into(),
             zone: String::new(),
             worker: String::new(),
-            caller_id: "key-1".into(),
-            caller_name: "ci".into(),
-            method: "tools/call".into(),
-            target: "notes.add".into(),
-            duration_us: 120,
-            outcome: Outcome::Ok,
-            error_code: 0,
-            request_bytes: 80,
-            response_bytes: 40,
-            arguments: None,
+            ..crate::tests::record(n)
         }
     }
 
