@@ -19,6 +19,7 @@
 //! - Graceful stop: on `stop`, no new connection is accepted, in-flight requests finish and
 //!   idle keep-alive connections are closed.
 
+use crate::poll_again::PollAgain;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -127,7 +128,9 @@ async fn accept_loop(
             request.extensions_mut().insert(ConnectInfo(peer));
             router.clone().oneshot(request)
         });
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        // Polled again when it wakes itself (every request with a body does): see PollAgain.
+        let connection =
+            PollAgain::new(graceful.watch(builder.serve_connection(TokioIo::new(tcp), service)));
         tokio::spawn(async move {
             if let Err(err) = connection.await {
                 tracing::debug!(%peer, %err, "connection ended with an error");

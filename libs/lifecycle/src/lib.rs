@@ -5,6 +5,7 @@
 
 mod health;
 mod http;
+mod poll_again;
 mod shutdown;
 mod tasks;
 
@@ -13,5 +14,6 @@ pub use http::{
     BODY_READ_TIMEOUT, BodyRefused, HEADER_READ_TIMEOUT, Limits, MAX_CONNECTIONS, read_body,
     serve_http, serve_http_with,
 };
+pub use poll_again::PollAgain;
 pub use shutdown::{Shutdown, listen_for_signals};
 pub use tasks::{TaskCenter, TaskError};

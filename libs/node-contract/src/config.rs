@@ -43,6 +43,12 @@ pub struct NodeConfig {
     /// Extra arguments for `pip install` (an index URL, `--no-index --find-links ...`).
     pub pip_args: Vec<String>,
     pub namespace: bool,
+    /// Threads serving MCP requests (tokio's workers). One by default: a node fronts one
+    /// single-threaded Python runtime that costs about twice what the node does per call,
+    /// so one thread outruns it, and a second only passes connections between cores: on
+    /// two cores, 20 µs of node CPU per call and 19.9k calls/s with one thread against
+    /// 23 µs and 14.7k with two (docs/benchmarks.md, "One thread per node").
+    pub threads: usize,
     pub in_flight_cap: usize,
     pub max_body_bytes: usize,
     /// Items per page of `tools/list`, `resources/list`, … (clients follow `nextCursor`).
@@ -122,6 +128,7 @@ impl Default for NodeConfig {
             site_packages: Vec::new(),
             pip_args: Vec::new(),
             namespace: true,
+            threads: 1,
             in_flight_cap: 64,
             max_body_bytes: 4 * 1024 * 1024,
             page_size: 100,
@@ -292,6 +299,9 @@ impl NodeConfig {
         if !matches!(self.track.as_str(), "worker" | "worker-canary") {
             return Err(format!("`track` must be worker or worker-canary, not {:?}", self.track));
         }
+        if self.threads == 0 {
+            return Err("`threads` must be at least 1".into());
+        }
         if self.in_flight_cap == 0 {
             return Err("`in_flight_cap` must be at least 1".into());
         }
@@ -359,6 +369,15 @@ mod tests {
             .with_pod_overrides(|n| (n == BIND_HOST_VAR).then(|| "pod-ip".to_owned()))
             .unwrap_err();
         assert!(bad.contains("RAMEN_NODE_BIND_HOST") && bad.contains("pod-ip"), "{bad}");
+    }
+
+    #[test]
+    fn a_node_serves_on_one_thread_unless_told_otherwise() {
+        assert_eq!(NodeConfig::default().threads, 1);
+        let four: NodeConfig = toml::from_str("threads = 4").unwrap();
+        assert_eq!(four.threads, 4);
+        let none = NodeConfig { threads: 0, ..Default::default() }.validate().unwrap_err();
+        assert!(none.contains("`threads` must be at least 1"), "{none}");
     }
 
     #[test]

@@ -94,7 +94,13 @@ pub fn run(config_path: PathBuf) -> ExitCode {
         format,
         level: std::env::var("RAMEN_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Multi-threaded even with one worker: blocking work (unpacking a snapshot) still goes
+    // to tokio's blocking pool, and `threads` can be raised without another code path.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads)
+        .enable_all()
+        .build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("ramen worker: cannot start the async runtime: {err}");

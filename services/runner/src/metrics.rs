@@ -51,6 +51,8 @@ pub struct NodeMetrics {
     /// The most calls the node lets run at once (more answer `overloaded`): what
     /// `in_flight` is measured against.
     pub in_flight_cap: Gauge,
+    /// Threads serving MCP requests: the async runtime's workers (`threads` in the config).
+    pub threads: Gauge,
     pub runtime_restarts: Counter,
     /// Re-lists after the runtime hinted that a list changed.
     pub runtime_relists: Counter,
@@ -102,6 +104,7 @@ impl NodeMetrics {
             }),
             in_flight: Gauge::default(),
             in_flight_cap: Gauge::default(),
+            threads: Gauge::default(),
             runtime_restarts: Counter::default(),
             runtime_relists: Counter::default(),
             blocked_calls: Counter::default(),
@@ -144,6 +147,12 @@ impl NodeMetrics {
             "mcp_in_flight_cap",
             "The most calls in flight the node takes; past it calls answer overloaded",
             this.in_flight_cap.clone(),
+        );
+        metrics.register_labelled(
+            &labels,
+            "mcp_threads",
+            "Threads serving MCP requests (the async runtime's workers; the config's threads)",
+            this.threads.clone(),
         );
         metrics.register_labelled(
             &labels,

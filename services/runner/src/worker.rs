@@ -110,6 +110,8 @@ impl Worker {
         let tasks = TaskCenter::new(&stop);
         let node_metrics = NodeMetrics::register(&metrics, &config.group, &config.zone);
         node_metrics.in_flight_cap.set(i64::try_from(config.in_flight_cap).unwrap_or(i64::MAX));
+        let threads = tokio::runtime::Handle::current().metrics().num_workers();
+        node_metrics.threads.set(i64::try_from(threads).unwrap_or(i64::MAX));
         let runtime = Runtime::start(
             RuntimeSpec {
                 python: workdir.python(),

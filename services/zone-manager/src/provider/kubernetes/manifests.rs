@@ -407,7 +407,7 @@ pub fn deployment(target: &Target, spec: &TrackSpec, settings: &KubeSettings) ->
             container_port("admin", ADMIN_PORT),
             container_port("grpc", GRPC_PORT),
         ]),
-        env: Some(worker_env(settings, spec.size)),
+        env: Some(worker_env(settings)),
         resources: Some(resources(spec.size)),
         readiness_probe: Some(probe("/readyz", 2, 3)),
         liveness_probe: Some(probe("/healthz", 10, 6)),
@@ -515,7 +515,7 @@ pub fn builder_secret(target: &Target, name: &str, spec_toml: Vec<u8>) -> Secret
     secret
 }
 
-fn worker_env(settings: &KubeSettings, size: SizeClass) -> Vec<EnvVar> {
+fn worker_env(settings: &KubeSettings) -> Vec<EnvVar> {
     let mut vars = vec![
         field_env(ramen_node_contract::NODE_ID_VAR, "metadata.name"),
         env(ramen_node_contract::WORKDIR_VAR, &format!("{DATA_DIR}/node")),
@@ -523,10 +523,10 @@ fn worker_env(settings: &KubeSettings, size: SizeClass) -> Vec<EnvVar> {
         env("HOME", DATA_DIR),
         env("TMPDIR", "/tmp"),
         env("RAMEN_LOG_FORMAT", "json"),
-        // The address-space of a few malloc arenas, not the machine's; one async thread per
-        // CPU the size grants (at least one).
+        // The address-space of a few malloc arenas, not the machine's. The node's own
+        // threads are its config's `threads` (one: the Python runtime, single-threaded,
+        // is what a larger size gives more CPU to).
         env("MALLOC_ARENA_MAX", "2"),
-        env("TOKIO_WORKER_THREADS", &(size.cpu_millis() / 1000).max(1).to_string()),
     ];
     if settings.kubernetes.bind_pod_ip {
         vars.push(field_env(ramen_node_contract::BIND_HOST_VAR, "status.podIP"));

@@ -143,7 +143,8 @@ fn command(settings: &LocalSettings, size: SizeClass, config: &Path) -> Command 
     };
     command.args(&worker.leading_args).arg("--config").arg(config);
     scrubbed(&mut command);
-    command.env("MALLOC_ARENA_MAX", "2").env("TOKIO_WORKER_THREADS", "1");
+    // The node's own threads are its config's `threads` (one by default).
+    command.env("MALLOC_ARENA_MAX", "2");
     command
 }
 
