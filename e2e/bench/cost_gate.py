@@ -243,6 +243,9 @@ def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
 # `--nats-url`: the node records its calls and publishes them there (a bus with the calls
 # stream, e.g. `calls-sink`'s): what recording costs per call, read against the baselines.
 NATS_URL = ""
+# `--node-threads`: the node config's `threads` (its own default, one, when 0): with `--cpu`,
+# what a second serving thread costs per request.
+NODE_THREADS = 0
 
 
 def start_node(runner: Path, work: Path, prefix: list[str]) -> tuple[subprocess.Popen, int, Path]:
@@ -268,6 +271,7 @@ python = "{sys.executable}"
 site_packages = ["{site.getsitepackages()[0]}"]
 in_flight_cap = 64
 {f'nats_url = "{NATS_URL}"' if NATS_URL else ""}
+{f"threads = {NODE_THREADS}" if NODE_THREADS else ""}
 [blob]
 dir = "{blobs}"
 [snapshot]
@@ -372,11 +376,16 @@ def main() -> int:
                         help="measure only these paths (--update then replaces only their baselines)")
     parser.add_argument("--nats-url", default="",
                         help="nodes record their calls and publish them to this bus (compare, never --update)")
+    parser.add_argument("--node-threads", type=int, default=0,
+                        help="the nodes' `threads` (compare, never --update; default: the node's own, one)")
     args = parser.parse_args()
     if args.nats_url and args.update:
         parser.error("--nats-url measures recording against the baselines; it never updates them")
-    global NATS_URL
+    if args.node_threads and args.update:
+        parser.error("--node-threads compares against the baselines; it never updates them")
+    global NATS_URL, NODE_THREADS
     NATS_URL = args.nats_url
+    NODE_THREADS = args.node_threads
     if args.only != "runtime" and args.runner is None:
         parser.error("--runner is needed for the node's and the edge's paths")
     if args.only in (None, "edge") and args.edge is None:
