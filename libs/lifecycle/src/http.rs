@@ -19,7 +19,6 @@
 //! - Graceful stop: on `stop`, no new connection is accepted, in-flight requests finish and
 //!   idle keep-alive connections are closed.
 
-use crate::poll_again::PollAgain;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -36,6 +35,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
+
+use crate::poll_again::PollAgain;
 
 /// How long a client may take to send a request's headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

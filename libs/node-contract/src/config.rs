@@ -46,8 +46,9 @@ pub struct NodeConfig {
     /// Threads serving MCP requests (tokio's workers). One by default: a node fronts one
     /// single-threaded Python runtime that costs about twice what the node does per call,
     /// so one thread outruns it, and a second only passes connections between cores: on
-    /// two cores, 20 µs of node CPU per call and 19.9k calls/s with one thread against
-    /// 23 µs and 14.7k with two (docs/benchmarks.md, "One thread per node").
+    /// two cores at concurrency 16, 21–22 µs of node CPU per call and 15.9–19.4k calls/s
+    /// with one thread against 25–27 µs and 13.3–14.5k with two (docs/benchmarks.md, "One
+    /// thread per node").
     pub threads: usize,
     pub in_flight_cap: usize,
     pub max_body_bytes: usize,

@@ -94,8 +94,8 @@ pub fn run(config_path: PathBuf) -> ExitCode {
         format,
         level: std::env::var("RAMEN_LOG_LEVEL").unwrap_or_else(|_| "info".into()),
     };
-    // Multi-threaded even with one worker: blocking work (unpacking a snapshot) still goes
-    // to tokio's blocking pool, and `threads` can be raised without another code path.
+    // The multi-threaded scheduler even with one worker, so raising `threads` takes no other
+    // code path.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads)
         .enable_all()

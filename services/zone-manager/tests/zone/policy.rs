@@ -24,10 +24,8 @@ fn rules(cidrs: &[&str]) -> pb::SetIpRulesRequest {
 }
 
 /// What a node says it serves on: `ramen_mcp_threads` from its admin port's `/metrics`.
-async fn node_threads(h: &Harness, worker: &str, pid: u32) -> String {
-    let dir = h.placement_dir("team", "local-a").join("workers").join(worker);
-    let ports = ramen_node_contract::NodePorts::read(&dir.join("ports.json"), pid);
-    let url = format!("http://{}/metrics", ports.expect("the node wrote its ports").admin);
+async fn node_threads(admin: std::net::SocketAddr) -> String {
+    let url = format!("http://{admin}/metrics");
     let text = reqwest::get(url).await.unwrap().text().await.unwrap();
     let line = text.lines().find(|l| l.starts_with("ramen_mcp_threads{"));
     line.and_then(|l| l.rsplit(' ').next()).unwrap_or_default().to_owned()
@@ -40,7 +38,8 @@ async fn ip_rules_roll_the_workers_and_are_enforced() {
     let started = h.restart("team", "local-a", common::Track::Worker, MINUTE).await;
     assert_eq!(add_once(&started.workers[0].mcp_address, KEY, 1, 1).await.unwrap(), 2);
     let pid = h.worker_pid("team", "local-a", "worker-0").unwrap();
-    let threads = node_threads(&h, "worker-0", pid).await;
+    let ports = h.worker_ports("team", "local-a", "worker-0").expect("the node wrote its ports");
+    let threads = node_threads(ports.admin).await;
     assert_eq!(threads, "1", "a node serves on the one thread its config's `threads` gives");
 
     let excluded = h.client.set_ip_rules(rules(&["10.0.0.0/8"])).await.unwrap().into_inner();

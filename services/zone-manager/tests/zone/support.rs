@@ -171,6 +171,18 @@ impl Harness {
         std::fs::read_to_string(file).ok()?.trim().parse().ok()
     }
 
+    /// The addresses a worker's running process bound (its `ports.json`).
+    pub fn worker_ports(
+        &self,
+        group: &str,
+        zone: &str,
+        worker: &str,
+    ) -> Option<ramen_node_contract::NodePorts> {
+        let dir = self.placement_dir(group, zone).join("workers").join(worker);
+        let pid = self.worker_pid(group, zone, worker)?;
+        ramen_node_contract::NodePorts::read(&dir.join("ports.json"), pid)
+    }
+
     /// Packs `examples/<repo>` into the blob store as the group's snapshot at `commit`.
     pub async fn snapshot(&self, group: &str, repo: &str, commit: &str) -> common::Snapshot {
         let archive = ramen_node_contract::archive::pack_dir(&repo_root().join(repo)).unwrap();
