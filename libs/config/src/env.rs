@@ -33,6 +33,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("redis_sentinel_password", "redis.sentinel_password"),
     ("drain_mode", "drain.mode"),
     ("drain_timeout", "drain.timeout"),
+    ("drain_linger", "drain.linger"),
     ("log_format", "log.format"),
     ("log_level", "log.level"),
 ];

@@ -360,11 +360,20 @@ pub struct DrainConfig {
     /// Ceiling on a `complete` drain; past it, remaining work is cancelled or handed back.
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
+    /// Workers: after the drain, how long a node keeps answering while its clients still hold
+    /// connections to it (it stops once none is open). The edge closes its own within 2 s; a
+    /// cloud load balancer may go on routing to a pod until it sees readiness fail.
+    #[serde(with = "humantime_serde")]
+    pub linger: Duration,
 }
 
 impl Default for DrainConfig {
     fn default() -> Self {
-        Self { mode: DrainMode::Complete, timeout: Duration::from_secs(30) }
+        Self {
+            mode: DrainMode::Complete,
+            timeout: Duration::from_secs(30),
+            linger: Duration::from_secs(3),
+        }
     }
 }
 

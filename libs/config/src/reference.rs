@@ -149,6 +149,10 @@ const ABOUT: &[(&str, &str)] = &[
     ),
     ("drain.timeout", "Ceiling on a `complete` drain; keep the pods' grace period above it"),
     (
+        "drain.linger",
+        "Workers: after the drain, how long a node keeps answering while clients still hold connections to it (it stops once none is open); on a cloud zone, at least the load balancer's time to see a pod's readiness fail",
+    ),
+    (
         "endpoints.auth",
         "gRPC address of auth as the other services reach it; empty = this host's `listen.auth`",
     ),

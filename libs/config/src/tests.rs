@@ -36,6 +36,9 @@ fn layers_file_then_env_with_aliases_and_nesting() {
         assert_eq!(config.log.format, LogFormat::Json);
         assert_eq!(config.nats.url, "nats://example:4222");
         assert_eq!(config.redis.sentinels(), vec!["a:26379", "b:26379"]);
+        assert_eq!(config.drain.linger, std::time::Duration::from_secs(3), "the default linger");
+        jail.set_env("RAMEN_DRAIN_LINGER", "20s");
+        assert_eq!(load(jail).unwrap().drain.linger, std::time::Duration::from_secs(20));
         Ok(())
     });
 }
@@ -255,7 +258,7 @@ mod properties {
         "nats.max_deliver",
         "mode",
         "drain.timeout",
-        "drain.mode",
+        "drain.linger",
         "zone.max_worker_count",
         "log.format",
         "zone.trusted_proxies",

@@ -18,7 +18,7 @@ use http::{Method, Request, StatusCode, Uri};
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use ipnet::IpNet;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -80,6 +80,13 @@ struct RequestLabels {
 
 const UNKNOWN_GROUP: &str = "-";
 
+/// How long a connection to a worker is kept idle for reuse; the pool's timer closes it within
+/// twice that. The edge must close an idle connection before the node does (the node's header
+/// timeout, 10 s, and the linger of a drained node, 3 s): a request sent on a connection the
+/// node is closing at that moment is lost, and the edge cannot tell whether it ran, so it cannot
+/// send it elsewhere.
+const POOL_IDLE: Duration = Duration::from_secs(1);
+
 impl Edge {
     pub fn new(
         directory: Arc<dyn Directory>,
@@ -90,7 +97,8 @@ impl Edge {
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(settings.connect_timeout));
         let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(POOL_IDLE)
+            .pool_timer(TokioTimer::new())
             .build(connector);
         let node_path = Some(settings.node_path.as_str())
             .filter(|path| path.starts_with('/'))

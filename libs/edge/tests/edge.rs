@@ -204,6 +204,28 @@ async fn a_draining_worker_hands_new_sessions_to_the_next() {
     assert_eq!((a.node.sessions.len(), b.node.sessions.len()), (0, 10));
 }
 
+/// The edge closes a connection it keeps idle to a worker before the worker would (a node
+/// closes a kept-alive connection whose next request has not come within its header timeout): a
+/// request the edge sends on a connection just as the node closes it is lost, and the edge
+/// cannot tell whether it ran, so it cannot send it to another worker.
+#[tokio::test]
+async fn the_edge_closes_an_idle_worker_connection_before_the_worker_does() {
+    let setup = setup(&[]).await;
+    let a = setup.a.as_ref().unwrap();
+    let mut client = Client::new(&setup.edge_url);
+    assert_eq!(client.initialize(Some("a")).await.status(), 200);
+    assert_eq!(client.add(1, 2).await.status(), 200);
+    assert!(a.open_connections() >= 1, "the edge keeps its connection for the next request");
+    ramen_testkit::eventually(
+        "the edge closed its idle connection to the worker",
+        ramen_lifecycle::HEADER_READ_TIMEOUT / 2,
+        || async { if a.open_connections() == 0 { Ok(()) } else { Err(a.open_connections()) } },
+    )
+    .await;
+    let answer: Value = client.add(40, 2).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 42, "then a fresh one: {answer}");
+}
+
 /// What the edge's gRPC directory does, in small: answers from its cache until invalidated.
 #[derive(Default)]
 struct CachingDirectory {

@@ -37,7 +37,7 @@ async fn start(limits: Limits) -> (SocketAddr, CancellationToken) {
         }),
     );
     let stop = CancellationToken::new();
-    let (addr, _task) =
+    let (addr, _task, _) =
         serve_http_with("127.0.0.1:0".parse().unwrap(), router, stop.clone(), limits)
             .await
             .unwrap();

@@ -72,6 +72,14 @@ pub struct NodeConfig {
     pub drain_mode: DrainMode,
     #[serde(with = "humantime_serde")]
     pub drain_timeout: Duration,
+    /// After a drain, how long the node keeps its MCP listener for the clients still holding
+    /// connections to it (every answer then closes its connection); it stops as soon as none
+    /// is open. Closing an idle keep-alive connection just as a client sends on it loses that
+    /// request, and neither side can tell whether it ran: the client must close first. The edge
+    /// closes an idle connection within 2 s (its pool's idle limit, reaped each second), and a
+    /// load balancer stops routing to a node that fails readiness within its check interval.
+    #[serde(with = "humantime_serde")]
+    pub drain_linger: Duration,
     pub blob: BlobConfig,
     /// What to load at start, so a restarted worker serves the same commit.
     pub snapshot: Option<SnapshotRef>,
@@ -142,6 +150,7 @@ impl Default for NodeConfig {
             load_report_interval: Duration::from_secs(2),
             drain_mode: DrainMode::Complete,
             drain_timeout: Duration::from_secs(30),
+            drain_linger: Duration::from_secs(3),
             blob: BlobConfig::default(),
             snapshot: None,
             policy: PolicyConfig { require_key: true, ..Default::default() },

@@ -29,12 +29,5 @@ pub async fn drain(node: &Arc<Node>, health: &Health, mode: DrainMode, timeout: 
 }
 
 async fn wait_idle(node: &Node, timeout: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + timeout;
-    while node.in_flight() > 0 {
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    true
+    ramen_lifecycle::poll_until(timeout, || node.in_flight() == 0).await
 }

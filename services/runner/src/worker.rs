@@ -8,7 +8,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::routing::get;
 use ramen_blob::{BlobStore, LocalDirStore, S3Settings, S3Store};
-use ramen_lifecycle::{Health, HealthCheck, TaskCenter, admin_router, serve_http};
+use ramen_lifecycle::{
+    Health, HealthCheck, Limits, OpenConnections, TaskCenter, admin_router, serve_http,
+    serve_http_with,
+};
 use ramen_proto::runner::v1::ReloadOutcome;
 use ramen_telemetry::Metrics;
 use serde_json::json;
@@ -50,6 +53,8 @@ pub struct Worker {
     tasks: TaskCenter,
     stop: CancellationToken,
     servers: Vec<tokio::task::JoinHandle<()>>,
+    /// The MCP listener's connections: a drained node stops once its clients closed them.
+    mcp_connections: OpenConnections,
     /// The node's NATS connection (load reports, call records); none without `nats_url`.
     bus: Option<NodeBus>,
 }
@@ -175,9 +180,10 @@ impl Worker {
         // traffic to, and the admin port is closed to it.
         let mcp = crate::mcp::http::router(node.clone(), &config.mcp_path)
             .merge(ramen_lifecycle::public_readiness_router(health.clone()));
-        let (mcp_addr, mcp_server) = serve_http(config.listen, mcp, stop.child_token())
-            .await
-            .map_err(WorkerError::Listen)?;
+        let (mcp_addr, mcp_server, mcp_connections) =
+            serve_http_with(config.listen, mcp, stop.child_token(), Limits::default())
+                .await
+                .map_err(WorkerError::Listen)?;
         // `/healthz`, `/readyz` and `/metrics` stay open (probes, scrapers); the rest of the
         // admin port is the control plane's.
         let gate = crate::admin::ControlGate::from_config(&config);
@@ -221,6 +227,7 @@ impl Worker {
             tasks,
             stop,
             servers: vec![mcp_server, admin_server, grpc_server],
+            mcp_connections,
             bus,
         };
         worker.spawn_background();
@@ -280,11 +287,25 @@ impl Worker {
         self.control.update_policy(policy)
     }
 
-    /// Drains per the config, then stops the servers and the runtime.
+    /// Drains per the config, lingers until the MCP clients closed their connections (at most
+    /// `drain_linger`), then stops the servers and the runtime.
     pub async fn shutdown(self) {
         drain::drain(&self.node, &self.health, self.config.drain_mode, self.config.drain_timeout)
             .await;
+        let linger = self.config.drain_linger;
+        if !self.mcp_connections.wait_closed(linger).await {
+            tracing::info!(
+                open = self.mcp_connections.count(),
+                ?linger,
+                "MCP connections still open after the drain's linger; closing them"
+            );
+        }
         self.stop_now().await;
+    }
+
+    /// Connections open on the MCP listener.
+    pub fn open_connections(&self) -> usize {
+        self.mcp_connections.count()
     }
 
     /// Stops without draining (tests, and after a drain).

@@ -1,12 +1,16 @@
 //! Draining: readiness fails at once and no new sessions start; `complete` lets running calls
-//! finish (up to the drain timeout), `interrupt` cancels them at once.
+//! finish (up to the drain timeout), `interrupt` cancels them at once. Then the node lingers
+//! until its clients closed their connections.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ramen_config::DrainMode;
 use ramen_testkit::eventually;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use crate::pyclient::{Driver, error_code};
 use crate::support::{self, TestNode};
@@ -20,6 +24,9 @@ async fn start(mode: DrainMode, timeout: Duration) -> (TestNode, PathBuf) {
     let node = support::start(SLOW_REPO, move |config| {
         config.drain_mode = mode;
         config.drain_timeout = timeout;
+        // These time the drain itself: the official client keeps its connections open after
+        // it, which the linger would wait out (its own test is below).
+        config.drain_linger = Duration::ZERO;
         // In the scratch directory: the one place the tool may write.
         let events = config.workdir.join("scratch/slow-events");
         config.env.insert("SLOW_EVENTS".into(), events.display().to_string());
@@ -143,4 +150,87 @@ async fn interrupt_drain_cancels_the_running_call_at_once() {
         "the tool observed the cancellation"
     );
     drop(client);
+}
+
+/// A drained node does not close a connection its client keeps idle for reuse (the edge's
+/// pool): had it closed it just as the client sent a request on it, that request would be lost
+/// with no way to tell whether it ran. It answers what comes on it meanwhile, closing the
+/// connection with the answer, and stops as soon as no connection is open.
+#[tokio::test]
+async fn a_drained_node_stays_until_its_clients_close_their_connections() {
+    let mut node = support::start(SLOW_REPO, |config| {
+        config.drain_linger = Duration::from_secs(60);
+    })
+    .await;
+    let addr = node.worker().mcp_addr;
+    let mut held = TcpStream::connect(addr).await.unwrap();
+    let (status, head) = exchange(&mut held, addr, &initialize_body()).await;
+    assert_eq!(status, 200, "{head}");
+    assert!(!head.contains("connection: close"), "kept alive for the next request: {head}");
+
+    let worker = node.worker.take().unwrap();
+    let drain = tokio::spawn(async move {
+        let started = Instant::now();
+        worker.shutdown().await;
+        started.elapsed()
+    });
+    // Nothing runs, so the drain itself is over at once; the node must still hold the
+    // connection open for its client.
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_secs(1), held.read(&mut byte)).await;
+    assert!(read.is_err(), "the drained node closed a connection its client holds: {read:?}");
+
+    let (status, head) = exchange(&mut held, addr, &initialize_body()).await;
+    assert_eq!(status, 503, "a request sent on it is answered: no new session here: {head}");
+    assert!(head.contains("connection: close"), "and the answer closes it: {head}");
+    let read = tokio::time::timeout(Duration::from_secs(5), held.read(&mut byte)).await;
+    assert!(matches!(read, Ok(Ok(0))), "the node closed the connection after the answer: {read:?}");
+    let took = tokio::time::timeout(Duration::from_secs(30), drain)
+        .await
+        .expect("the node stops once no connection is open, not after its 60 s linger")
+        .unwrap();
+    assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+fn initialize_body() -> Value {
+    json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}})
+}
+
+/// One POST to the MCP path on `stream`, written as HTTP/1.1 by hand (so the test holds the one
+/// connection), and its status and head (lowercased); the body is read by its length.
+async fn exchange(stream: &mut TcpStream, addr: SocketAddr, body: &Value) -> (u16, String) {
+    let body = body.to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {key}\r\n\
+         accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n\
+         content-length: {len}\r\n\r\n{body}",
+        key = support::KEY,
+        len = body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut read = Vec::new();
+    let end = loop {
+        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the connection closed before an answer");
+        read.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&read[..end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    while read.len() < end + length {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the connection closed mid-answer");
+        read.extend_from_slice(&chunk[..n]);
+    }
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, head)
 }

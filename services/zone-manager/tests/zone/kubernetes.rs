@@ -180,7 +180,7 @@ async fn a_gcp_zone_is_a_namespace_whose_tracks_are_deployments() {
     assert_eq!(pod["containers"][0]["resources"]["requests"]["cpu"], "250m");
     assert_eq!(pod["containers"][0]["resources"]["limits"]["memory"], "512Mi");
     let grace = pod["terminationGracePeriodSeconds"].as_i64().unwrap();
-    assert!(grace > 5, "grace {grace}s above the 5 s drain timeout");
+    assert_eq!(grace, 5 + 3 + 15, "the drain (5 s), the node's linger (3 s), then a margin");
     let security = &pod["containers"][0]["securityContext"];
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(security["allowPrivilegeEscalation"], false);

@@ -217,6 +217,7 @@ pub(super) fn node_config(
         nats_credentials: settings.node_bus.credentials(&record.group, &record.zone),
         drain_mode: settings.drain_mode,
         drain_timeout: settings.drain_timeout,
+        drain_linger: settings.drain_linger,
         blob: settings.blob.clone(),
         snapshot: template.snapshot.clone(),
         policy: PolicyConfig { require_key: true, verbose: template.verbose, ..Default::default() },

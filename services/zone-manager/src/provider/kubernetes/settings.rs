@@ -27,6 +27,7 @@ pub struct KubeSettings {
     pub node_bus: NodeBus,
     pub drain_mode: DrainMode,
     pub drain_timeout: Duration,
+    pub drain_linger: Duration,
     pub nodes: NodeAdmin,
 }
 
@@ -48,6 +49,7 @@ impl KubeSettings {
             node_bus: NodeBus::default(),
             drain_mode: config.drain.mode,
             drain_timeout: config.drain.timeout,
+            drain_linger: config.drain.linger,
             nodes,
         }
     }
@@ -82,9 +84,10 @@ impl KubeSettings {
         self.kubernetes.site_packages.iter().map(PathBuf::from).collect()
     }
 
-    /// How long a pod may take to stop: the node's drain, then a margin for the runtime.
+    /// How long a pod may take to stop: the node's drain and its linger, then a margin for the
+    /// runtime.
     pub fn grace_period_seconds(&self) -> i64 {
-        self.drain_timeout.as_secs() as i64 + 15
+        (self.drain_timeout + self.drain_linger).as_secs_f64().ceil() as i64 + 15
     }
 }
 

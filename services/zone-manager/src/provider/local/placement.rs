@@ -136,7 +136,7 @@ impl LocalPlacement {
 
     /// A drain may take the node's drain timeout; past it (plus a margin) it is killed.
     pub fn stop_deadline(&self) -> Duration {
-        self.settings.drain_timeout + Duration::from_secs(10)
+        self.settings.drain_timeout + self.settings.drain_linger + Duration::from_secs(10)
     }
 
     pub fn views(&self, track: Option<TrackKind>) -> Vec<WorkerView> {

@@ -125,6 +125,7 @@ pub struct LocalSettings {
     pub memory: MemoryLimit,
     pub drain_mode: DrainMode,
     pub drain_timeout: Duration,
+    pub drain_linger: Duration,
     /// The identity workers run as (the local "service account").
     pub user: String,
     /// Readiness polling of each worker's admin port.
@@ -170,6 +171,7 @@ impl LocalSettings {
             memory: MemoryLimit::detect(zone.memory_limits),
             drain_mode: config.drain.mode,
             drain_timeout: config.drain.timeout,
+            drain_linger: config.drain.linger,
             user: local_user(),
             probe_interval: Duration::from_millis(200),
             max_backoff: Duration::from_secs(10),

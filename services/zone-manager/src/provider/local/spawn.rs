@@ -114,6 +114,7 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
         nats_credentials: settings.node_bus.credentials(&record.group, &record.zone),
         drain_mode: settings.drain_mode,
         drain_timeout: settings.drain_timeout,
+        drain_linger: settings.drain_linger,
         blob: settings.blob.clone(),
         snapshot: template.snapshot.clone(),
         policy: crate::provider::policy::policy_config(
