@@ -45,13 +45,14 @@ async fn main() -> anyhow::Result<()> {
         SessionSealer::from_secret(b"bench"),
         EdgeSettings::default(),
     ));
-    let listener = tokio::net::TcpListener::bind(args.listen).await?;
-    // With `--listen 127.0.0.1:0` the caller learns the port from this line (the cost gate).
-    let bound = listener.local_addr()?;
+    // The listener the gateway's edge runs (ramen_lifecycle: its limits, PollAgain), so the
+    // gate measures what serves.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let (bound, server) = ramen_lifecycle::serve_http(args.listen, router(edge), stop).await?;
     #[allow(clippy::print_stdout)]
     {
         println!("listening on {bound}");
     }
-    axum::serve(listener, router(edge).into_make_service_with_connect_info::<SocketAddr>()).await?;
+    server.await?;
     Ok(())
 }

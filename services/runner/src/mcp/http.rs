@@ -195,9 +195,12 @@ fn accepts(headers: &HeaderMap) -> Accepts {
 async fn post_mcp(
     State(node): State<Arc<Node>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
+    // The request whole, not the `HeaderMap` extractor: that one clones the map (~1k
+    // instructions a call, e2e/run-cost-gate); this moves it.
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     let limit = node.settings.max_body_bytes;
     let caller = match admit(&node, &headers, peer).await {
         Ok(caller) => caller,
