@@ -52,6 +52,8 @@ pub enum EdgeCaller {
     Key {
         id: String,
         name: String,
+        /// The key's digest, what the rate limit counts by (empty where the environment has
+        /// no rate limit).
         digest: String,
     },
     Token(Caller),
@@ -126,25 +128,27 @@ impl Gate {
         let mode = auth.auth.mode;
         let presented = ramen_oauth_resource::bearer(authorization);
         let is_key = presented.is_some_and(|b| b.starts_with(KEY_PREFIX));
+        // The digest is what a rate limit counts by, and only that: an environment without
+        // one skips the SHA-256 and its hex (~4.7k instructions a proxied call).
+        let limit_digest = || match presented {
+            Some(bearer) if auth.calls_per_second > 0 => digest(bearer),
+            _ => String::new(),
+        };
         if mode == AuthMode::Keys || (mode == AuthMode::Both && is_key) {
             let Some(keys) = keys else {
-                return Ok(EdgeCaller::Unchecked {
-                    digest: presented.map(digest).unwrap_or_default(),
-                });
+                return Ok(EdgeCaller::Unchecked { digest: limit_digest() });
             };
             return match keys.check(group, environment, authorization).await {
-                KeyVerdict::Valid { id, name } => Ok(EdgeCaller::Key {
-                    id,
-                    name,
-                    digest: presented.map(digest).unwrap_or_default(),
-                }),
+                KeyVerdict::Valid { id, name } => {
+                    Ok(EdgeCaller::Key { id, name, digest: limit_digest() })
+                }
                 KeyVerdict::Refused if mode == AuthMode::Keys => Err(Refused::Key),
                 KeyVerdict::Refused => {
                     Err(self.token_refusal(auth, Rejection::Invalid("unknown MCP key".into())))
                 }
                 KeyVerdict::Unknowable(reason) => {
                     tracing::warn!(%reason, %group, %environment, "edge cannot check MCP keys; the node will");
-                    Ok(EdgeCaller::Unchecked { digest: presented.map(digest).unwrap_or_default() })
+                    Ok(EdgeCaller::Unchecked { digest: limit_digest() })
                 }
             };
         }
@@ -256,6 +260,32 @@ mod tests {
         gate.admit(env, &bob, 5).expect("another caller has its own allowance");
         gate.admit(("g", "other"), &alice, 5).expect("another environment counts apart");
         gate.admit(env, &alice, 0).expect("0 is unlimited");
+    }
+
+    /// Keys the edge cannot check (no key book) are limited by their digest, each apart; an
+    /// environment with no rate limit computes none.
+    #[tokio::test]
+    async fn keys_are_limited_apart_by_their_digest() {
+        let gate = Gate::default();
+        let env = ("g", "e");
+        let limited = EdgeAuth::new(NodeAuth::default(), 1);
+        let caller = |auth: &EdgeAuth, key: &'static str| {
+            let gate = &gate;
+            let auth = auth.clone();
+            async move {
+                gate.authenticate(env, &auth, None, Some(&format!("Bearer {key}"))).await.unwrap()
+            }
+        };
+        let (alice, bob) = (caller(&limited, "rk_alice").await, caller(&limited, "rk_bob").await);
+        assert_ne!(alice.limit_key(), bob.limit_key(), "two keys, two allowances");
+        gate.admit(env, &alice, 1).unwrap();
+        assert!(gate.admit(env, &alice, 1).is_err(), "alice's allowance is spent");
+        gate.admit(env, &bob, 1).expect("bob's is his own");
+        let unlimited = EdgeAuth::new(NodeAuth::default(), 0);
+        let EdgeCaller::Unchecked { digest } = caller(&unlimited, "rk_alice").await else {
+            panic!("a key with no key book is left to the node");
+        };
+        assert!(digest.is_empty(), "no rate limit, no digest: {digest}");
     }
 
     #[test]
