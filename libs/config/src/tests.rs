@@ -252,12 +252,13 @@ mod properties {
     use super::*;
 
     /// Keys of every kind of value: durations, addresses, counts, enums, lists, URLs.
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "nats.ack_wait",
         "listen.admin",
         "nats.max_deliver",
         "mode",
         "drain.timeout",
+        "drain.mode",
         "drain.linger",
         "zone.max_worker_count",
         "log.format",

@@ -134,7 +134,8 @@ impl LocalPlacement {
         workers.len()
     }
 
-    /// A drain may take the node's drain timeout; past it (plus a margin) it is killed.
+    /// A stop may take the node's drain timeout and its linger; past them (plus a margin) it is
+    /// killed.
     pub fn stop_deadline(&self) -> Duration {
         self.settings.drain_timeout + self.settings.drain_linger + Duration::from_secs(10)
     }
