@@ -24,6 +24,7 @@ mod proxy;
 mod select;
 mod session;
 mod stateless;
+mod upstream;
 
 pub use access::{EdgeAuth, EdgeCaller};
 pub use directory::{

@@ -13,12 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
-use http::uri::{Authority, PathAndQuery, Scheme};
+use http::uri::PathAndQuery;
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::Full;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use ipnet::IpNet;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -31,14 +28,20 @@ use crate::keys::KeyBook;
 use crate::select::{self, Refusal};
 use crate::session::SessionSealer;
 use crate::stateless;
+use crate::upstream::{Failure, Upstream};
 
 const SESSION: &str = "mcp-session-id";
+// Names the forwarded request is given, made once: inserting by `&str` parses the name on every
+// request.
+const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION);
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 #[derive(Clone, Debug)]
 pub struct EdgeSettings {
     pub max_body_bytes: usize,
     /// The MCP path on the worker nodes.
-    pub node_path: String,
+    pub node_path: PathAndQuery,
     pub connect_timeout: Duration,
     /// Peers (a cloud load balancer) whose `X-Forwarded-For` the edge believes.
     pub trusted_proxies: Vec<IpNet>,
@@ -48,7 +51,7 @@ impl Default for EdgeSettings {
     fn default() -> Self {
         Self {
             max_body_bytes: 4 * 1024 * 1024,
-            node_path: "/mcp".into(),
+            node_path: PathAndQuery::from_static("/mcp"),
             connect_timeout: Duration::from_secs(2),
             trusted_proxies: Vec::new(),
         }
@@ -62,11 +65,8 @@ pub struct Edge {
     /// Access tokens, rules and rate limits.
     gate: Gate,
     sealer: SessionSealer,
-    client: Client<HttpConnector, Full<Bytes>>,
+    upstream: Arc<Upstream>,
     settings: EdgeSettings,
-    /// `settings.node_path` parsed once (`None` if it is not an absolute path: each request
-    /// then builds its URI as text, as before, and fails the same way).
-    node_path: Option<PathAndQuery>,
     requests: Family<RequestLabels, Counter>,
 }
 
@@ -80,37 +80,19 @@ struct RequestLabels {
 
 const UNKNOWN_GROUP: &str = "-";
 
-/// How long a connection to a worker is kept idle for reuse; the pool's timer closes it within
-/// twice that. The edge must close an idle connection before the node does (the node's header
-/// timeout, 10 s, and the linger of a drained node, 3 s): a request sent on a connection the
-/// node is closing at that moment is lost, and the edge cannot tell whether it ran, so it cannot
-/// send it elsewhere.
-const POOL_IDLE: Duration = Duration::from_secs(1);
-
 impl Edge {
     pub fn new(
         directory: Arc<dyn Directory>,
         sealer: SessionSealer,
         settings: EdgeSettings,
     ) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(settings.connect_timeout));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .pool_timer(TokioTimer::new())
-            .build(connector);
-        let node_path = Some(settings.node_path.as_str())
-            .filter(|path| path.starts_with('/'))
-            .and_then(|path| PathAndQuery::try_from(path).ok());
         Self {
             directory,
             keys: None,
             gate: Gate::default(),
             sealer,
-            client,
+            upstream: Upstream::new(settings.connect_timeout),
             settings,
-            node_path,
             requests: Family::default(),
         }
     }
@@ -315,7 +297,7 @@ async fn routed(
         Ok(body) => body,
         Err(refused) => return refuse(refused.status, &refused.message),
     };
-    let sealed = parts.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let sealed = parts.headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).map(str::to_owned);
     if let Some(sealed) = sealed {
         return follow_session(edge, route, client, parts, body, &sealed).await;
     }
@@ -516,8 +498,8 @@ fn unavailable(message: &str) -> Response {
     response
 }
 
-/// Sends the request to `worker`. `Err` only when it was not delivered (connect failure),
-/// so the caller may safely try another worker.
+/// Sends the request to `worker`. `Err` only when it was not delivered (no connection, or
+/// one closed before the request was written), so the caller may safely try another worker.
 async fn forward(
     edge: &Edge,
     worker: &str,
@@ -525,60 +507,50 @@ async fn forward(
     client: IpAddr,
     parts: &http::request::Parts,
     body: Bytes,
-) -> Result<Response, hyper_util::client::legacy::Error> {
-    let mut builder = Request::builder().method(parts.method.clone());
-    builder = match worker_uri(worker, edge.node_path.as_ref()) {
-        Some(uri) => builder.uri(uri),
-        None => builder.uri(format!("http://{worker}{}", edge.settings.node_path)),
-    };
+) -> Result<Response, Failure> {
+    let mut builder = Request::builder()
+        .method(parts.method.clone())
+        .uri(Uri::from(edge.settings.node_path.clone()));
     let headers = builder.headers_mut().expect("fresh builder");
-    // The client's headers and the three added below, in one allocation.
-    headers.reserve(parts.headers.len() + 3);
+    // The client's headers and the four added below, in one allocation.
+    headers.reserve(parts.headers.len() + 4);
     copy_headers(&parts.headers, headers);
+    let host = HeaderValue::from_str(worker)
+        .map_err(|_| Failure::Undelivered(format!("{worker:?} is not a host:port")))?;
+    headers.insert(header::HOST, host);
     if let Some(session) = node_session.and_then(|s| HeaderValue::from_str(s).ok()) {
-        headers.insert(SESSION, session);
+        headers.insert(SESSION_NAME, session);
     }
     // The node trusts the edge and reads the right-most entry: the client the edge settled
     // on, alone, so the node cannot read the chain differently (the client's own words left
     // of it are never passed on).
     if let Some(value) = forwarded_for(client) {
-        headers.insert(HeaderName::from_static("x-forwarded-for"), value);
+        headers.insert(X_FORWARDED_FOR, value);
     }
     // The node's spans join the trace of the request that reached the edge.
     if let Some(value) =
         ramen_telemetry::current_traceparent().and_then(|t| HeaderValue::from_str(&t).ok())
     {
-        headers.insert(HeaderName::from_static("traceparent"), value);
+        headers.insert(TRACEPARENT, value);
     }
     let request = builder.body(Full::new(body)).expect("valid request parts");
-    let upstream = match edge.client.request(request).await {
+    let upstream = match edge.upstream.send(worker, request).await {
         Ok(upstream) => upstream,
-        Err(err) if err.is_connect() => return Err(err),
-        Err(err) => {
+        Err(err @ Failure::Undelivered(_)) => return Err(err),
+        Err(err @ Failure::Broken(_)) => {
             tracing::warn!(%worker, %err, "worker failed mid-request");
             return Ok(refuse(StatusCode::BAD_GATEWAY, "the worker failed while answering"));
         }
     };
-    let (mut head, incoming) = upstream.into_parts();
+    let (mut head, answer) = upstream.into_parts();
     strip_hop_by_hop(&mut head.headers);
     if let Some(session) =
-        head.headers.get(SESSION).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        head.headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).map(str::to_owned)
         && let Ok(value) = HeaderValue::from_str(&edge.sealer.seal(worker, &session))
     {
-        head.headers.insert(SESSION, value);
+        head.headers.insert(SESSION_NAME, value);
     }
-    Ok(Response::from_parts(head, Body::new(incoming)))
-}
-
-/// `http://{worker}{node_path}` built from its parts: formatting the text and parsing it back
-/// (scheme, authority and path) was ~2k instructions per proxied call. `None` when either
-/// part does not parse alone; the caller then goes the text way, which fails as it always did.
-fn worker_uri(worker: &str, node_path: Option<&PathAndQuery>) -> Option<Uri> {
-    let mut parts = http::uri::Parts::default();
-    parts.scheme = Some(Scheme::HTTP);
-    parts.authority = Some(Authority::try_from(worker).ok()?);
-    parts.path_and_query = Some(node_path?.clone());
-    Uri::from_parts(parts).ok()
+    Ok(Response::from_parts(head, Body::new(answer)))
 }
 
 /// `client` as an `x-forwarded-for` value, the same text as its `to_string`. An IPv4 address
@@ -616,14 +588,27 @@ const HOP_BY_HOP: [&str; 8] = [
     "upgrade",
 ];
 
+/// The client's headers the node is given: not the hop-by-hop ones, nor those the edge sets
+/// (`host`, `content-length`, the session, `x-forwarded-for`) or reads itself (the zone pin).
 fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
     for (name, value) in from {
-        let skip = HOP_BY_HOP.contains(&name.as_str())
-            || name == header::HOST
-            || name == header::CONTENT_LENGTH
-            || name.as_str() == SESSION
-            || name.as_str() == ZONE_HEADER
-            || name.as_str() == "x-forwarded-for";
+        // One `match` (by length, then bytes) rather than a comparison with each name in turn.
+        let skip = matches!(
+            name.as_str(),
+            "connection"
+                | "keep-alive"
+                | "proxy-authenticate"
+                | "proxy-authorization"
+                | "te"
+                | "trailer"
+                | "transfer-encoding"
+                | "upgrade"
+                | "host"
+                | "content-length"
+                | SESSION
+                | ZONE_HEADER
+                | "x-forwarded-for"
+        );
         if !skip {
             to.append(name.clone(), value.clone());
         }
@@ -667,17 +652,21 @@ mod tests {
     }
 
     #[test]
-    fn worker_uri_is_the_uri_the_text_parses_to() {
-        let path = http::uri::PathAndQuery::from_static("/mcp");
-        for worker in ["127.0.0.1:8080", "worker-3.zone-a.svc:9000", "[::1]:7000", "node"] {
-            let built = super::worker_uri(worker, Some(&path)).expect("a host:port builds");
-            let parsed: http::Uri = format!("http://{worker}/mcp").parse().unwrap();
-            assert_eq!(built, parsed, "{worker}");
-            assert_eq!(built.to_string(), parsed.to_string(), "{worker}");
+    fn the_node_is_not_given_hop_by_hop_headers_nor_those_the_edge_sets() {
+        let mut from = HeaderMap::new();
+        let edges_own =
+            ["host", "content-length", super::SESSION, crate::ZONE_HEADER, "x-forwarded-for"];
+        for name in super::HOP_BY_HOP.iter().chain(&edges_own) {
+            from.insert(http::HeaderName::from_static(name), "x".parse().unwrap());
         }
-        // What the text way would refuse is left to it (it fails there as it always did).
-        assert_eq!(super::worker_uri("bad host:1", Some(&path)), None);
-        assert_eq!(super::worker_uri("127.0.0.1:8080", None), None);
+        from.insert("authorization", "Bearer k".parse().unwrap());
+        from.append("accept", "application/json".parse().unwrap());
+        from.append("accept", "text/event-stream".parse().unwrap());
+        let mut to = HeaderMap::new();
+        super::copy_headers(&from, &mut to);
+        assert_eq!(to.len(), 3, "{to:?}");
+        assert_eq!(to["authorization"], "Bearer k");
+        assert_eq!(to.get_all("accept").iter().count(), 2, "repeated headers stay repeated");
     }
 
     #[test]
