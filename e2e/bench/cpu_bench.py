@@ -1,0 +1,91 @@
+"""CPU per request of the node and of the edge, the `/proc/<pid>/stat` way, under load.
+
+The cost gate (cost_gate.py) counts instructions, one request at a time; issue 32's targets are
+microseconds of CPU per call, which depend on concurrency (at 1, each request pays the
+wake-ups of a sleeping server; at 16, wake-ups are shared). This runs one node (examples/
+hello-repo, a key required, as the gate configures it) and `edge-static` in front of it,
+both natively and unpinned, and drives them with `mcp-load` on CPU 1: for each request kind
+and concurrency, once at the node directly (the node's CPU per call) and once through the
+edge (the edge's). The process's user + system time over the run, divided by the calls made.
+Not gated: the figure moves with the machine; read rounds side by side.
+
+    cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
+                 [--seconds 5] [--rounds 2] [--concurrency 1,4,16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cost_gate import KEY, cpu_seconds, start_node, stop  # noqa: E402
+
+
+def start_edge(edge: Path, node_port: int, work: Path) -> tuple[subprocess.Popen, int]:
+    proc = subprocess.Popen(
+        [str(edge), "--listen", "127.0.0.1:0", "--worker", f"127.0.0.1:{node_port}"],
+        stdout=subprocess.PIPE, stderr=open(work / "edge.log", "wb"),  # noqa: SIM115
+        env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
+    line = proc.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
+    if not line.startswith("listening on "):
+        stop(proc)
+        raise RuntimeError(f"edge-static did not start: {line!r} {(work / 'edge.log').read_text()[-2000:]}")
+    return proc, int(line.rsplit(":", 1)[1])
+
+
+def per_call(pid: int, load: list[str]) -> float:
+    """µs of process `pid`'s CPU per call of one `mcp-load` run."""
+    before = cpu_seconds(pid)
+    out = subprocess.run(load, check=True, capture_output=True, text=True).stdout
+    used = cpu_seconds(pid) - before
+    calls = json.loads(out.strip().splitlines()[-1])["calls"]
+    if not calls:
+        raise RuntimeError(f"no call answered: {out[-500:]}")
+    return round(used / calls * 1e6, 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runner", type=Path, required=True)
+    parser.add_argument("--edge", type=Path, required=True)
+    parser.add_argument("--load", type=Path, required=True, help="the release mcp-load")
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", default="1,4,16")
+    args = parser.parse_args()
+    levels = [int(c) for c in args.concurrency.split(",")]
+    pin = ["taskset", "-c", "1"] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else []
+    with tempfile.TemporaryDirectory(prefix="cpu-bench-") as tmp:
+        work = Path(tmp)
+        node, node_port, _ = start_node(args.runner, work / "node", [])
+        try:
+            edge, edge_port = start_edge(args.edge, node_port, work)
+            try:
+                print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |")
+                print("|---|---|---|---|---|")
+                for round_ in range(1, args.rounds + 1):
+                    for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
+                        for c in levels:
+                            def load(url: str) -> list[str]:
+                                return [*pin, str(args.load), "--url", url, "--key", KEY,
+                                        "--concurrency", str(c), "--seconds", str(args.seconds),
+                                        "--warmup", "0", "--tool", "notes.add", *flag]
+                            node_us = per_call(node.pid, load(f"http://127.0.0.1:{node_port}/mcp"))
+                            edge_us = per_call(edge.pid, load(f"http://127.0.0.1:{edge_port}/mcp/bench/prod"))
+                            print(f"| {kind} | {c} | {round_} | {node_us} | {edge_us} |", flush=True)
+            finally:
+                stop(edge)
+        finally:
+            stop(node)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
