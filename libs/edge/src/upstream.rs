@@ -4,7 +4,7 @@
 //! A pool of our own rather than hyper-util's legacy client: that client hashes its
 //! `(scheme, authority)` key byte by byte with SipHash three times a request, sets the `Host`
 //! header from the URI and spawns a task per request to put the connection back, about 10k
-//! instructions of the edge's ~73k per proxied call. This one keys by the worker's address
+//! instructions of the edge's ~71k per proxied call. This one keys by the worker's address
 //! as the directory writes it and puts a connection back when its answer's body ends.
 //!
 //! What it must keep from that client: a request sent on a kept connection that the worker
