@@ -333,20 +333,29 @@ def measure(runner: Path, meter: Meter, work: Path) -> dict[str, float]:
         stop(node)
 
 
+def start_edge(edge: Path, node_port: int, work: Path, prefix: list[str]) -> tuple[subprocess.Popen, int]:
+    """`edge-static` in front of the node at `node_port`, run under `prefix`: (process, port)."""
+    proc = subprocess.Popen(
+        [*prefix, str(edge), "--listen", "127.0.0.1:0", "--worker", f"127.0.0.1:{node_port}"],
+        stdout=subprocess.PIPE, stderr=open(work / "edge.log", "wb"),  # noqa: SIM115
+        env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
+    line = proc.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
+    if not line.startswith("listening on "):
+        stop(proc)
+        raise RuntimeError(f"edge-static did not start: {line!r} {(work / 'edge.log').read_text()[-2000:]}")
+    return proc, int(line.rsplit(":", 1)[1])
+
+
 def measure_edge(runner: Path, edge: Path, meter: Meter, work: Path) -> dict[str, float]:
     """The edge's instructions per proxied request: `edge-static` under callgrind, the node not."""
     node, node_port, _ = start_node(runner, work / "node-behind-edge", [])
     dumps = work / "edge-dumps"
-    proc = subprocess.Popen(
-        [*meter.prefix(dumps), str(edge), "--listen", "127.0.0.1:0",
-         "--worker", f"127.0.0.1:{node_port}"],
-        stdout=subprocess.PIPE, stderr=open(work / "edge.log", "wb"),  # noqa: SIM115
-        env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
     try:
-        line = proc.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"edge-static did not start: {line!r} {(work / 'edge.log').read_text()[-2000:]}")
-        port = int(line.rsplit(":", 1)[1])
+        proc, port = start_edge(edge, node_port, work, meter.prefix(dumps))
+    except BaseException:
+        stop(node)
+        raise
+    try:
         session = Client(port, "/mcp/bench/prod")
         session.initialize()
         stateless = Client(port, "/mcp/bench/prod")

@@ -25,19 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cost_gate import KEY, cpu_seconds, start_node, stop  # noqa: E402
-
-
-def start_edge(edge: Path, node_port: int, work: Path) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(
-        [str(edge), "--listen", "127.0.0.1:0", "--worker", f"127.0.0.1:{node_port}"],
-        stdout=subprocess.PIPE, stderr=open(work / "edge.log", "wb"),  # noqa: SIM115
-        env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
-    line = proc.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
-    if not line.startswith("listening on "):
-        stop(proc)
-        raise RuntimeError(f"edge-static did not start: {line!r} {(work / 'edge.log').read_text()[-2000:]}")
-    return proc, int(line.rsplit(":", 1)[1])
+from cost_gate import KEY, cpu_seconds, start_edge, start_node, stop  # noqa: E402
 
 
 def per_call(pid: int, load: list[str]) -> float:
@@ -66,7 +54,7 @@ def main() -> int:
         work = Path(tmp)
         node, node_port, _ = start_node(args.runner, work / "node", [])
         try:
-            edge, edge_port = start_edge(args.edge, node_port, work)
+            edge, edge_port = start_edge(args.edge, node_port, work, [])
             try:
                 print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |")
                 print("|---|---|---|---|---|")

@@ -77,6 +77,13 @@ struct Idle {
     since: Instant,
 }
 
+impl Idle {
+    /// Whether it may carry a request: open, and idle for less than `idle_for`.
+    fn usable(&self, idle_for: Duration) -> bool {
+        self.since.elapsed() < idle_for && !self.sender.is_closed()
+    }
+}
+
 impl Upstream {
     pub(crate) fn new(connect_timeout: Duration) -> Arc<Self> {
         Self::with_idle(connect_timeout, IDLE_FOR)
@@ -122,7 +129,7 @@ impl Upstream {
         let mut state = self.state.lock();
         let idle = state.idle.get_mut(worker)?;
         while let Some(kept) = idle.pop() {
-            if kept.since.elapsed() < self.idle_for && !kept.sender.is_closed() {
+            if kept.usable(self.idle_for) {
                 return Some(kept.sender);
             }
         }
@@ -195,7 +202,7 @@ impl Upstream {
     fn reap(&self) -> bool {
         let mut state = self.state.lock();
         state.idle.retain(|_, idle| {
-            idle.retain(|kept| kept.since.elapsed() < self.idle_for && !kept.sender.is_closed());
+            idle.retain(|kept| kept.usable(self.idle_for));
             !idle.is_empty()
         });
         !state.idle.is_empty()
