@@ -9,8 +9,12 @@ and concurrency, once at the node directly (the node's CPU per call) and once th
 edge (the edge's). The process's user + system time over the run, divided by the calls made.
 Not gated: the figure moves with the machine; read rounds side by side.
 
+With `--floor <proxy-floor>`, the same points are run once more through `proxy-floor` (hyper
+alone forwarding to the node, none of the edge's own work) in front of the same node: the least
+any edge on hyper and tokio could cost on this machine, measured beside the edge.
+
     cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
-                 [--seconds 5] [--rounds 2] [--concurrency 1,4,16]
+                 [--floor <proxy-floor>] [--seconds 5] [--rounds 2] [--concurrency 1,4,16]
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ def main() -> int:
     parser.add_argument("--runner", type=Path, required=True)
     parser.add_argument("--edge", type=Path, required=True)
     parser.add_argument("--load", type=Path, required=True, help="the release mcp-load")
+    parser.add_argument("--floor", type=Path, help="the release proxy-floor, measured beside the edge")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", default="1,4,16")
@@ -55,9 +60,15 @@ def main() -> int:
         node, node_port, _ = start_node(args.runner, work / "node", [])
         try:
             edge, edge_port = start_edge(args.edge, node_port, work, [])
+            floor, floor_port = (None, 0)
+            if args.floor:
+                (work / "floor").mkdir()
+                floor, floor_port = start_edge(args.floor, node_port, work / "floor", [])
             try:
-                print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |")
-                print("|---|---|---|---|---|")
+                floor_column = (" proxy-floor µs/call (in front) |", "---|") if floor else ("", "")
+                print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |"
+                      + floor_column[0])
+                print("|---|---|---|---|---|" + floor_column[1])
                 for round_ in range(1, args.rounds + 1):
                     for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
                         for c in levels:
@@ -67,9 +78,15 @@ def main() -> int:
                                         "--warmup", "0", "--tool", "notes.add", *flag]
                             node_us = per_call(node.pid, load(f"http://127.0.0.1:{node_port}/mcp"))
                             edge_us = per_call(edge.pid, load(f"http://127.0.0.1:{edge_port}/mcp/bench/prod"))
-                            print(f"| {kind} | {c} | {round_} | {node_us} | {edge_us} |", flush=True)
+                            row = f"| {kind} | {c} | {round_} | {node_us} | {edge_us} |"
+                            if floor:
+                                url = f"http://127.0.0.1:{floor_port}/mcp/bench/prod"
+                                row += f" {per_call(floor.pid, load(url))} |"
+                            print(row, flush=True)
             finally:
                 stop(edge)
+                if floor:
+                    stop(floor)
         finally:
             stop(node)
     return 0

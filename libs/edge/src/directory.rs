@@ -143,9 +143,31 @@ pub enum DirectoryError {
     Unavailable(String),
 }
 
+/// What the edge needs of an environment to serve one request, as one lookup found it.
+#[derive(Clone, Debug, Default)]
+pub struct Environment {
+    pub route: Arc<Route>,
+    pub blocked: Arc<Blocked>,
+    pub auth: Arc<EdgeAuth>,
+}
+
 #[async_trait::async_trait]
 pub trait Directory: Send + Sync + 'static {
     async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError>;
+
+    /// The environment's route, blocked list and auth together: what every request needs, in
+    /// one lookup (and from one answer of the control plane) where the directory keeps them
+    /// together. The default asks for each.
+    async fn environment(
+        &self,
+        group: &str,
+        environment: &str,
+    ) -> Result<Environment, DirectoryError> {
+        let route = self.route(group, environment).await?;
+        let blocked = self.blocked(group, environment).await;
+        let auth = self.auth(group, environment).await;
+        Ok(Environment { route, blocked, auth })
+    }
 
     /// The environment's blocked list (empty when the directory does not know it).
     async fn blocked(&self, _group: &str, _environment: &str) -> Arc<Blocked> {
@@ -173,47 +195,87 @@ pub trait Directory: Send + Sync + 'static {
 /// How recent a cached answer [`Directory::refetch`] takes instead of fetching again.
 const REFETCH_AFTER: Duration = Duration::from_millis(250);
 
+/// Maps keyed by group, then environment: looked up by `&str` on every request without
+/// building a key, and hashed with foldhash rather than SipHash (the names come from the
+/// control plane or select an environment that must already exist; foldhash is seeded at
+/// random all the same).
+type ByEnvironment<V> = HashMap<String, HashMap<String, V, FoldHash>, FoldHash>;
+type FoldHash = foldhash::fast::RandomState;
+
+fn lookup<'m, V>(map: &'m ByEnvironment<V>, group: &str, environment: &str) -> Option<&'m V> {
+    map.get(group)?.get(environment)
+}
+
+fn entry_mut<'m, V: Default>(
+    map: &'m mut ByEnvironment<V>,
+    group: &str,
+    environment: &str,
+) -> &'m mut V {
+    map.entry(group.to_owned()).or_default().entry(environment.to_owned()).or_default()
+}
+
 /// A fixed table (tests, and single-node setups without a control plane).
 #[derive(Default)]
 pub struct StaticDirectory {
-    routes: Mutex<HashMap<(String, String), Arc<Route>>>,
-    blocked: Mutex<HashMap<(String, String), Arc<Blocked>>>,
-    auth: Mutex<HashMap<(String, String), Arc<EdgeAuth>>>,
+    table: Mutex<ByEnvironment<StaticEntry>>,
+}
+
+/// What [`StaticDirectory`] was told of one environment; it exists once it has a route.
+#[derive(Default)]
+struct StaticEntry {
+    route: Option<Arc<Route>>,
+    blocked: Arc<Blocked>,
+    auth: Arc<EdgeAuth>,
 }
 
 impl StaticDirectory {
     pub fn set(&self, group: &str, environment: &str, route: Route) {
-        self.routes.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(route));
+        entry_mut(&mut self.table.lock(), group, environment).route = Some(Arc::new(route));
     }
 
     pub fn set_blocked(&self, group: &str, environment: &str, blocked: Blocked) {
-        self.blocked.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(blocked));
+        entry_mut(&mut self.table.lock(), group, environment).blocked = Arc::new(blocked);
     }
 
     pub fn set_auth(&self, group: &str, environment: &str, auth: EdgeAuth) {
-        self.auth.lock().insert((group.to_owned(), environment.to_owned()), Arc::new(auth));
+        entry_mut(&mut self.table.lock(), group, environment).auth = Arc::new(auth);
     }
+}
+
+fn not_found(group: &str, environment: &str) -> DirectoryError {
+    DirectoryError::NotFound { group: group.to_owned(), environment: environment.to_owned() }
 }
 
 #[async_trait::async_trait]
 impl Directory for StaticDirectory {
     async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
-        self.routes.lock().get(&(group.to_owned(), environment.to_owned())).cloned().ok_or_else(
-            || DirectoryError::NotFound {
-                group: group.to_owned(),
-                environment: environment.to_owned(),
-            },
-        )
+        let table = self.table.lock();
+        let route = lookup(&table, group, environment).and_then(|e| e.route.clone());
+        route.ok_or_else(|| not_found(group, environment))
+    }
+
+    async fn environment(
+        &self,
+        group: &str,
+        environment: &str,
+    ) -> Result<Environment, DirectoryError> {
+        let table = self.table.lock();
+        let entry = lookup(&table, group, environment);
+        let found = entry.and_then(|e| {
+            let route = e.route.clone()?;
+            Some(Environment { route, blocked: e.blocked.clone(), auth: e.auth.clone() })
+        });
+        found.ok_or_else(|| not_found(group, environment))
     }
 
     async fn blocked(&self, group: &str, environment: &str) -> Arc<Blocked> {
-        let key = (group.to_owned(), environment.to_owned());
-        self.blocked.lock().get(&key).cloned().unwrap_or_default()
+        let table = self.table.lock();
+        lookup(&table, group, environment).map(|e| e.blocked.clone()).unwrap_or_default()
     }
 
     async fn auth(&self, group: &str, environment: &str) -> Arc<EdgeAuth> {
-        let key = (group.to_owned(), environment.to_owned());
-        self.auth.lock().get(&key).cloned().unwrap_or_default()
+        let table = self.table.lock();
+        lookup(&table, group, environment).map(|e| e.auth.clone()).unwrap_or_default()
     }
 }
 
@@ -224,22 +286,16 @@ pub struct GrpcDirectory {
     deployer: Arc<dyn DeployerClient>,
     zones: Arc<dyn ZoneClient>,
     ttl: Duration,
-    cache: Mutex<HashMap<EnvironmentKey, Cached>>,
+    cache: Mutex<ByEnvironment<Cached>>,
 }
 
 /// One environment's answer, kept for the TTL: its route, its blocked list and its auth (all
 /// from the same `GetEnvironment`, so a blocked-list or auth edit reaches the edge as fast as a
 /// zone change does).
-#[derive(Clone)]
 struct Cached {
     at: Instant,
-    route: Arc<Route>,
-    blocked: Arc<Blocked>,
-    auth: Arc<EdgeAuth>,
+    environment: Environment,
 }
-
-/// `(group, environment)`.
-type EnvironmentKey = (String, String);
 
 /// The edge's lookups are made on its own behalf (the MCP client is not a ramen user).
 fn edge() -> Caller {
@@ -255,21 +311,12 @@ impl GrpcDirectory {
         Self { deployer, zones, ttl, cache: Mutex::default() }
     }
 
-    async fn fetch(
-        &self,
-        group: &str,
-        environment: &str,
-    ) -> Result<(Route, Blocked, EdgeAuth), DirectoryError> {
+    async fn fetch(&self, group: &str, environment: &str) -> Result<Environment, DirectoryError> {
         let request =
             GetEnvironmentRequest { group: group.to_owned(), name: environment.to_owned() };
         let env = match self.deployer.get_environment(&edge(), request).await {
             Ok(env) => env,
-            Err(error) if error.is_not_found() => {
-                return Err(DirectoryError::NotFound {
-                    group: group.to_owned(),
-                    environment: environment.to_owned(),
-                });
-            }
+            Err(error) if error.is_not_found() => return Err(not_found(group, environment)),
             Err(error) => return Err(DirectoryError::Unavailable(error.message)),
         };
         let blocked = Blocked::new(env.blocked.iter().cloned());
@@ -286,25 +333,29 @@ impl GrpcDirectory {
             .await
             .map_err(|error| DirectoryError::Unavailable(error.message))?;
         let zones = zone_routes(endpoints.zones);
-        Ok((Route { zones }, blocked, auth))
-    }
-
-    async fn entry(&self, group: &str, environment: &str) -> Result<Cached, DirectoryError> {
-        let key = (group.to_owned(), environment.to_owned());
-        if let Some(cached) = self.cache.lock().get(&key)
-            && cached.at.elapsed() < self.ttl
-        {
-            return Ok(cached.clone());
-        }
-        let (route, blocked, auth) = self.fetch(group, environment).await?;
-        let cached = Cached {
-            at: Instant::now(),
-            route: Arc::new(route),
+        Ok(Environment {
+            route: Arc::new(Route { zones }),
             blocked: Arc::new(blocked),
             auth: Arc::new(auth),
-        };
-        self.cache.lock().insert(key, cached.clone());
-        Ok(cached)
+        })
+    }
+
+    /// The cached answer younger than `max_age`.
+    fn cached(&self, group: &str, environment: &str, max_age: Duration) -> Option<Environment> {
+        let cache = self.cache.lock();
+        let cached = lookup(&cache, group, environment)?;
+        (cached.at.elapsed() < max_age).then(|| cached.environment.clone())
+    }
+
+    async fn entry(&self, group: &str, environment: &str) -> Result<Environment, DirectoryError> {
+        if let Some(environment) = self.cached(group, environment, self.ttl) {
+            return Ok(environment);
+        }
+        let fetched = self.fetch(group, environment).await?;
+        let cached = Cached { at: Instant::now(), environment: fetched.clone() };
+        let mut cache = self.cache.lock();
+        cache.entry(group.to_owned()).or_default().insert(environment.to_owned(), cached);
+        Ok(fetched)
     }
 }
 
@@ -312,6 +363,14 @@ impl GrpcDirectory {
 impl Directory for GrpcDirectory {
     async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
         Ok(self.entry(group, environment).await?.route)
+    }
+
+    async fn environment(
+        &self,
+        group: &str,
+        environment: &str,
+    ) -> Result<Environment, DirectoryError> {
+        self.entry(group, environment).await
     }
 
     /// Unknown (the control plane is unreachable) counts as nothing blocked: the nodes
@@ -327,15 +386,18 @@ impl Directory for GrpcDirectory {
     }
 
     fn invalidate(&self, group: &str, environment: &str) {
-        self.cache.lock().remove(&(group.to_owned(), environment.to_owned()));
+        let mut cache = self.cache.lock();
+        if let Some(environments) = cache.get_mut(group) {
+            environments.remove(environment);
+            if environments.is_empty() {
+                cache.remove(group);
+            }
+        }
     }
 
     async fn refetch(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError> {
-        let key = (group.to_owned(), environment.to_owned());
-        if let Some(cached) = self.cache.lock().get(&key)
-            && cached.at.elapsed() < REFETCH_AFTER
-        {
-            return Ok(cached.route.clone());
+        if let Some(environment) = self.cached(group, environment, REFETCH_AFTER) {
+            return Ok(environment.route);
         }
         self.invalidate(group, environment);
         self.route(group, environment).await

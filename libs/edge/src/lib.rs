@@ -28,8 +28,8 @@ mod upstream;
 
 pub use access::{EdgeAuth, EdgeCaller};
 pub use directory::{
-    Blocked, Directory, DirectoryError, GrpcDirectory, Route, StaticDirectory, WorkerRoute,
-    ZoneRoute, zone_routes,
+    Blocked, Directory, DirectoryError, Environment, GrpcDirectory, Route, StaticDirectory,
+    WorkerRoute, ZoneRoute, zone_routes,
 };
 pub use keys::{FRESH_FOR, KeyBook, KeyVerdict, REFETCH_AFTER};
 pub use proxy::{Edge, EdgeSettings, router};

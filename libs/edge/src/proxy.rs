@@ -23,7 +23,9 @@ use prometheus_client::metrics::family::Family;
 
 use crate::ZONE_HEADER;
 use crate::access::{Gate, Refused};
-use crate::directory::{Admission, Directory, DirectoryError, Route, ZoneRoute};
+use crate::directory::{
+    Admission, Blocked, Directory, DirectoryError, Environment, Route, ZoneRoute,
+};
 use crate::keys::KeyBook;
 use crate::select::{self, Refusal};
 use crate::session::SessionSealer;
@@ -133,8 +135,8 @@ async fn metadata(
     if !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return refuse(StatusCode::METHOD_NOT_ALLOWED, "the resource metadata is read with GET");
     }
-    let document = match edge.directory.route(&group, &environment).await {
-        Ok(_) => edge.directory.auth(&group, &environment).await.metadata(),
+    let document = match edge.directory.environment(&group, &environment).await {
+        Ok(found) => found.auth.metadata(),
         Err(DirectoryError::Unavailable(_)) => {
             return unavailable("routing information is unavailable; retry");
         }
@@ -199,8 +201,8 @@ async fn serve(
         Ok(client) => client,
         Err(err) => return (refuse(StatusCode::BAD_REQUEST, &err.to_string()), false),
     };
-    let route = match edge.directory.route(group, environment).await {
-        Ok(route) => route,
+    let found = match edge.directory.environment(group, environment).await {
+        Ok(found) => found,
         Err(DirectoryError::NotFound { .. }) => {
             return (refuse(StatusCode::NOT_FOUND, "no such MCP endpoint"), false);
         }
@@ -210,7 +212,7 @@ async fn serve(
             return (refuse(StatusCode::SERVICE_UNAVAILABLE, message), false);
         }
     };
-    let auth = edge.directory.auth(group, environment).await;
+    let Environment { route, blocked, auth } = found;
     let authorization = request.headers().get(header::AUTHORIZATION);
     let authorization = authorization.and_then(|v| v.to_str().ok());
     let env = (group, environment);
@@ -238,7 +240,7 @@ async fn serve(
         drop(parts);
         return (blocked_answer(&body, &message), true);
     }
-    (routed(edge, &route, env, client, request).await, true)
+    (routed(edge, &route, &blocked, env, client, request).await, true)
 }
 
 /// 401 or 403 with the OAuth challenge (where the metadata is, the scopes to ask for).
@@ -288,6 +290,7 @@ fn unauthorized() -> Response {
 async fn routed(
     edge: &Arc<Edge>,
     route: &Route,
+    blocked: &Blocked,
     (group, environment): (&str, &str),
     client: IpAddr,
     request: Request<Body>,
@@ -303,8 +306,7 @@ async fn routed(
     }
     let stateless = stateless::is_stateless(&parts.headers);
     if stateless {
-        let blocked = edge.directory.blocked(group, environment).await;
-        if let Some(message) = stateless::blocked_target(&parts.headers, &blocked) {
+        if let Some(message) = stateless::blocked_target(&parts.headers, blocked) {
             return blocked_answer(&body, &message);
         }
         if let Some(node) = stateless::waiting_on(&body) {

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use opentelemetry::propagation::{Extractor, Injector};
+use opentelemetry::trace::TraceContextExt;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 struct Map(HashMap<String, String>);
@@ -38,6 +39,11 @@ impl Extractor for Headers<'_> {
 /// The `traceparent` of the current span, when it belongs to a valid trace.
 pub fn current_traceparent() -> Option<String> {
     let context = tracing::Span::current().context();
+    // No valid span, no `traceparent`: what the propagator would conclude, without a map
+    // (the edge asks this on every request, mostly outside any trace).
+    if !context.span().span_context().is_valid() {
+        return None;
+    }
     let mut map = Map(HashMap::new());
     opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&context, &mut map));
     map.0.remove("traceparent")
@@ -112,6 +118,17 @@ mod tests {
             assert_ne!(out, PARENT);
             let context = tracing::Span::current().context();
             assert!(context.span().span_context().is_valid());
+        });
+    }
+
+    /// Outside any trace there is nothing to pass on, and asking builds nothing.
+    #[test]
+    fn no_traceparent_outside_a_trace() {
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        assert_eq!(current_traceparent(), None, "no span at all");
+        tracing::subscriber::with_default(tracing_subscriber::registry(), || {
+            let _entered = tracing::info_span!("untraced").entered();
+            assert_eq!(current_traceparent(), None, "a span OpenTelemetry does not follow");
         });
     }
 
