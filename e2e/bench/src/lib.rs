@@ -1,6 +1,19 @@
-//! Shared pieces of the load generators: latency recording and the summary they print.
+//! Shared pieces of the load generators: latency recording and the summary they print; the
+//! command line of the proxies measured in front of a node.
 
+use std::net::SocketAddr;
 use std::time::Duration;
+
+/// `edge-static`'s and `proxy-floor`'s command line (the cost gate and cpu-bench start either
+/// the same way).
+#[derive(clap::Parser)]
+pub struct ProxyArgs {
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// `host:port` of a worker's MCP endpoint; repeat for several.
+    #[arg(long = "worker", required = true)]
+    pub workers: Vec<String>,
+}
 
 /// Latencies of one run, in microseconds.
 #[derive(Default)]

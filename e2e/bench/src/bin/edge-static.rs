@@ -2,28 +2,19 @@
 //! for measuring what the edge adds over calling a node directly. Serves
 //! `/mcp/bench/prod` → the `--worker` addresses (one zone).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use clap::Parser;
+use ramen_bench::ProxyArgs;
 // The serving binaries' allocator, as the gateway's edge has it (libs/alloc).
 use ramen_alloc as _;
 use ramen_edge::{
     Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute, router,
 };
 
-#[derive(Parser)]
-struct Args {
-    #[arg(long)]
-    listen: SocketAddr,
-    /// `host:port` of a worker's MCP endpoint; repeat for several.
-    #[arg(long = "worker", required = true)]
-    workers: Vec<String>,
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let args = ProxyArgs::parse();
     let directory = Arc::new(StaticDirectory::default());
     let workers = args
         .workers

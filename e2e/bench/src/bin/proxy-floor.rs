@@ -1,12 +1,11 @@
 //! `proxy-floor`: the least an HTTP/1 proxy built on hyper can do, for comparing the edge
-//! against (docs/benchmarks.md, "The edge's floor"). It takes `edge-static`'s arguments and
+//! against (docs/benchmarks.md, "Eighth round"). It takes `edge-static`'s arguments and
 //! forwards every request of a client connection to the one worker, over one worker connection
 //! of its own, rewriting the path to `/mcp` and nothing else: no routing, no keys, no sessions,
 //! no header filtering, bodies streamed through unread. Not a product: the figure it gives is
 //! what hyper's parse and write on both legs and tokio's scheduling cost before any of the
 //! edge's own work.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -15,24 +14,15 @@ use hyper::client::conn::http1 as client;
 use hyper::server::conn::http1 as server;
 use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
+use ramen_bench::ProxyArgs;
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 
-#[derive(Parser)]
-struct Args {
-    #[arg(long)]
-    listen: SocketAddr,
-    /// `host:port` of the worker's MCP endpoint (the first one given; more are accepted so the
-    /// command line is edge-static's).
-    #[arg(long = "worker", required = true)]
-    workers: Vec<String>,
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+    let args = ProxyArgs::parse();
     let worker: Arc<str> = args.workers[0].as_str().into();
     let listener = TcpListener::bind(args.listen).await?;
     #[allow(clippy::print_stdout)]
@@ -44,7 +34,7 @@ async fn main() -> anyhow::Result<()> {
         let worker = worker.clone();
         tokio::spawn(async move {
             if let Err(err) = relay(stream, &worker).await {
-                tracing_free_log(&err);
+                report(&err);
             }
         });
     }
@@ -73,6 +63,6 @@ async fn relay(stream: TcpStream, worker: &str) -> anyhow::Result<()> {
 }
 
 #[allow(clippy::print_stderr)]
-fn tracing_free_log(err: &anyhow::Error) {
+fn report(err: &anyhow::Error) {
     eprintln!("proxy-floor: {err:#}");
 }
