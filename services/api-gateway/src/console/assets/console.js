@@ -350,6 +350,7 @@
     const open = () => {
       const source = new EventSource(root.dataset.jobEvents);
       source.addEventListener('job', (ev) => {
+        retried = false; // followed again: a later refusal may be retried once more
         const job = JSON.parse(ev.data);
         renderJob(root, job);
         if (TERMINAL.includes(job.state)) {
@@ -367,9 +368,14 @@
         }
         if (done) return;
         if (source.readyState === EventSource.CLOSED && !retried) {
-          // Refused (an expired access token): renew once and follow again.
+          // Refused, perhaps for an expired access token (a stream shows no status): ask the
+          // API, renew only on its 401, and follow again once. Renewing unasked raced other
+          // renewals (a reload mid-renewal keeps the used refresh token, and a refresh token
+          // presented twice ends the whole session).
           retried = true;
-          refreshSession().then((ok) => { if (ok) { retried = false; open(); } });
+          fetch('/api/auth/me', { credentials: 'same-origin' }).then(async (me) => {
+            if (me.ok || (me.status === 401 && await refreshSession())) open();
+          }, () => {});
         }
       });
     };
