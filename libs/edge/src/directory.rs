@@ -156,27 +156,16 @@ pub trait Directory: Send + Sync + 'static {
     async fn route(&self, group: &str, environment: &str) -> Result<Arc<Route>, DirectoryError>;
 
     /// The environment's route, blocked list and auth together: what every request needs, in
-    /// one lookup (and from one answer of the control plane) where the directory keeps them
-    /// together. The default asks for each.
+    /// one lookup (and from one answer of the control plane). The default is for a directory
+    /// that knows routes only: nothing blocked, and callers authenticate with MCP keys (the
+    /// nodes enforce both themselves all the same).
     async fn environment(
         &self,
         group: &str,
         environment: &str,
     ) -> Result<Environment, DirectoryError> {
         let route = self.route(group, environment).await?;
-        let blocked = self.blocked(group, environment).await;
-        let auth = self.auth(group, environment).await;
-        Ok(Environment { route, blocked, auth })
-    }
-
-    /// The environment's blocked list (empty when the directory does not know it).
-    async fn blocked(&self, _group: &str, _environment: &str) -> Arc<Blocked> {
-        Arc::default()
-    }
-
-    /// How the environment's callers authenticate (MCP keys when the directory does not say).
-    async fn auth(&self, _group: &str, _environment: &str) -> Arc<EdgeAuth> {
-        Arc::default()
+        Ok(Environment { route, ..Environment::default() })
     }
 
     /// Forgets what is cached for the environment (a worker did not answer).
@@ -266,16 +255,6 @@ impl Directory for StaticDirectory {
             Some(Environment { route, blocked: e.blocked.clone(), auth: e.auth.clone() })
         });
         found.ok_or_else(|| not_found(group, environment))
-    }
-
-    async fn blocked(&self, group: &str, environment: &str) -> Arc<Blocked> {
-        let table = self.table.lock();
-        lookup(&table, group, environment).map(|e| e.blocked.clone()).unwrap_or_default()
-    }
-
-    async fn auth(&self, group: &str, environment: &str) -> Arc<EdgeAuth> {
-        let table = self.table.lock();
-        lookup(&table, group, environment).map(|e| e.auth.clone()).unwrap_or_default()
     }
 }
 
@@ -371,18 +350,6 @@ impl Directory for GrpcDirectory {
         environment: &str,
     ) -> Result<Environment, DirectoryError> {
         self.entry(group, environment).await
-    }
-
-    /// Unknown (the control plane is unreachable) counts as nothing blocked: the nodes
-    /// enforce the list themselves.
-    async fn blocked(&self, group: &str, environment: &str) -> Arc<Blocked> {
-        self.entry(group, environment).await.map(|e| e.blocked).unwrap_or_default()
-    }
-
-    /// Unknown (the control plane is unreachable) counts as keys: the request was routed with
-    /// a cached answer that has since gone, and the nodes enforce the environment's setting.
-    async fn auth(&self, group: &str, environment: &str) -> Arc<EdgeAuth> {
-        self.entry(group, environment).await.map(|e| e.auth).unwrap_or_default()
     }
 
     fn invalidate(&self, group: &str, environment: &str) {
