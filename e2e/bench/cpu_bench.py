@@ -13,8 +13,12 @@ With `--floor <proxy-floor>`, the same points are run once more through `proxy-f
 alone forwarding to the node, none of the edge's own work) in front of the same node: the least
 any edge on hyper and tokio could cost on this machine, measured beside the edge.
 
+`--edge-threads N` runs the edge and the floor on N tokio worker threads (`TOKIO_WORKER_THREADS`)
+instead of one per CPU: with one, no request or answer is handed between threads.
+
     cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
-                 [--floor <proxy-floor>] [--seconds 5] [--rounds 2] [--concurrency 1,4,16]
+                 [--floor <proxy-floor>] [--edge-threads N] [--seconds 5] [--rounds 2]
+                 [--concurrency 1,4,16]
 """
 
 from __future__ import annotations
@@ -52,18 +56,20 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", default="1,4,16")
+    parser.add_argument("--edge-threads", type=int, help="tokio worker threads of the edge and the floor")
     args = parser.parse_args()
+    threads = ["env", f"TOKIO_WORKER_THREADS={args.edge_threads}"] if args.edge_threads else []
     levels = [int(c) for c in args.concurrency.split(",")]
     pin = ["taskset", "-c", "1"] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else []
     with tempfile.TemporaryDirectory(prefix="cpu-bench-") as tmp:
         work = Path(tmp)
         node, node_port, _ = start_node(args.runner, work / "node", [])
         try:
-            edge, edge_port = start_edge(args.edge, node_port, work, [])
+            edge, edge_port = start_edge(args.edge, node_port, work, threads)
             floor, floor_port = (None, 0)
             if args.floor:
                 (work / "floor").mkdir()
-                floor, floor_port = start_edge(args.floor, node_port, work / "floor", [])
+                floor, floor_port = start_edge(args.floor, node_port, work / "floor", threads)
             try:
                 floor_column = (" proxy-floor µs/call (in front) |", "---|") if floor else ("", "")
                 print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |"
