@@ -14,7 +14,8 @@ alone forwarding to the node, none of the edge's own work) in front of the same 
 any edge on hyper and tokio could cost on this machine, measured beside the edge.
 
 `--edge-threads N` runs the edge and the floor on N tokio worker threads (`TOKIO_WORKER_THREADS`)
-instead of one per CPU: with one, no request or answer is handed between threads.
+instead of one per CPU (docs/benchmarks.md, "Ninth round": one thread sleeps and wakes less
+often per request than two).
 
     cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
                  [--floor <proxy-floor>] [--edge-threads N] [--seconds 5] [--rounds 2]
