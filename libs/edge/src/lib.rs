@@ -32,7 +32,7 @@ pub use directory::{
     WorkerRoute, ZoneRoute, zone_routes,
 };
 pub use keys::{FRESH_FOR, KeyBook, KeyVerdict, REFETCH_AFTER};
-pub use proxy::{Edge, EdgeSettings, router};
+pub use proxy::{Edge, EdgeRoute, EdgeSettings, router};
 pub use session::SessionSealer;
 
 /// Header a client sets to pin a zone.

@@ -169,13 +169,72 @@ fn refuse(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
+/// `/mcp/{group}/{environment}` for POST, GET and DELETE, answered ahead of axum's routing
+/// (see [`ramen_lifecycle::FastRoute`]). [`router`] serves the same paths behind it, for every
+/// request this declines (other methods, a name with a percent-escape for axum to decode, a
+/// request with no peer address), so the edge answers as it would through the router alone.
+pub struct EdgeRoute {
+    edge: Arc<Edge>,
+}
+
+impl EdgeRoute {
+    pub fn new(edge: Arc<Edge>) -> Self {
+        Self { edge }
+    }
+
+    /// Whether [`FastRoute::route`](ramen_lifecycle::FastRoute::route) takes `request`.
+    pub fn takes(request: &Request<Body>) -> bool {
+        taken(request).is_some()
+    }
+}
+
+impl ramen_lifecycle::FastRoute for EdgeRoute {
+    fn route(&self, request: Request<Body>) -> Result<ramen_lifecycle::Answer, Request<Body>> {
+        let Some((group, environment, peer)) = taken(&request) else {
+            return Err(request);
+        };
+        let (group, environment) = (group.to_owned(), environment.to_owned());
+        let edge = self.edge.clone();
+        Ok(Box::pin(async move { answer(&edge, group, environment, peer, request).await }))
+    }
+}
+
+/// The group, environment and peer of a request [`EdgeRoute`] takes.
+fn taken(request: &Request<Body>) -> Option<(&str, &str, SocketAddr)> {
+    if !matches!(*request.method(), Method::POST | Method::GET | Method::DELETE) {
+        return None;
+    }
+    let (group, environment) = mcp_path(request.uri().path())?;
+    let &ConnectInfo(peer) = request.extensions().get::<ConnectInfo<SocketAddr>>()?;
+    Some((group, environment, peer))
+}
+
+/// The group and environment of an MCP path as the router's `/mcp/{group}/{environment}`
+/// matches it, for names that need no percent-decoding (ramen's names never do).
+fn mcp_path(path: &str) -> Option<(&str, &str)> {
+    let (group, environment) = path.strip_prefix("/mcp/")?.split_once('/')?;
+    let plain = |name: &str| !name.is_empty() && !name.contains(['/', '%']);
+    (plain(group) && plain(environment)).then_some((group, environment))
+}
+
 async fn handle(
     State(edge): State<Arc<Edge>>,
     Path((group, environment)): Path<(String, String)>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request<Body>,
 ) -> Response {
-    let (response, known) = serve(&edge, &group, &environment, peer, request).await;
+    answer(&edge, group, environment, peer, request).await
+}
+
+/// The answer to an MCP request, counted by group and status.
+async fn answer(
+    edge: &Arc<Edge>,
+    group: String,
+    environment: String,
+    peer: SocketAddr,
+    request: Request<Body>,
+) -> Response {
+    let (response, known) = serve(edge, &group, &environment, peer, request).await;
     let group = if known { group } else { UNKNOWN_GROUP.to_owned() };
     edge.requests.get_or_create(&RequestLabels { group, status: response.status().as_u16() }).inc();
     response
@@ -672,6 +731,19 @@ mod tests {
         assert_eq!(to.len(), 3, "{to:?}");
         assert_eq!(to["authorization"], "Bearer k");
         assert_eq!(to.get_all("accept").iter().count(), 2, "repeated headers stay repeated");
+    }
+
+    #[test]
+    fn the_fast_route_takes_only_plain_mcp_paths() {
+        assert_eq!(super::mcp_path("/mcp/g/prod"), Some(("g", "prod")));
+        assert_eq!(super::mcp_path("/mcp/team-a/env_1.x"), Some(("team-a", "env_1.x")));
+        // Left to the router: its 404s, and names it percent-decodes.
+        for declined in
+            ["/mcp/g", "/mcp/g/", "/mcp//prod", "/mcp/g/prod/", "/mcp/g/prod/x", "/mcp/g%2Fh/prod"]
+        {
+            assert_eq!(super::mcp_path(declined), None, "{declined}");
+        }
+        assert_eq!(super::mcp_path("/.well-known/oauth-protected-resource/mcp/g/prod"), None);
     }
 
     #[test]

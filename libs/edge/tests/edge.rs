@@ -2,21 +2,22 @@
 
 mod support;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ramen_edge::{
-    Blocked, Directory, DirectoryError, Edge, EdgeSettings, Route, SessionSealer, StaticDirectory,
-    WorkerRoute, ZoneRoute, router,
+    Blocked, Directory, DirectoryError, Edge, EdgeRoute, EdgeSettings, Route, SessionSealer,
+    StaticDirectory, WorkerRoute, ZoneRoute, router,
 };
+use ramen_lifecycle::{Routes, serve_http};
 use ramen_node_contract::key_hash as hash_key;
 use ramen_runner::{PolicyConfig, Worker};
 use ramen_telemetry::Metrics;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{Value, json};
 use tempfile::TempDir;
+use tokio_util::sync::CancellationToken;
 
 const KEY: &str = "rk_edge_test";
 
@@ -87,13 +88,11 @@ async fn serve_edge(directory: Arc<dyn Directory>) -> (String, Metrics) {
     ));
     let metrics = ramen_telemetry::Metrics::default();
     edge.register_metrics(&metrics);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, router(edge).into_make_service_with_connect_info::<SocketAddr>())
-            .await
-            .unwrap();
-    });
+    // As the gateway serves it: the MCP paths ahead of the router (tests/oauth.rs serves the
+    // router alone).
+    let routes = Routes::with_fast_route(router(edge.clone()), EdgeRoute::new(edge));
+    let (addr, _server) =
+        serve_http("127.0.0.1:0".parse().unwrap(), routes, CancellationToken::new()).await.unwrap();
     (format!("http://{addr}/mcp/g/prod"), metrics)
 }
 

@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
@@ -40,6 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::poll_again::PollAgain;
+use crate::routes::Routes;
 
 /// How long a client may take to send a request's headers.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -66,14 +66,15 @@ impl Default for Limits {
     }
 }
 
-/// Binds `addr` (failing fast with the address in the error) and serves `router` until
-/// `stop` is cancelled. Returns the bound address (useful with port 0) and the server task.
+/// Binds `addr` (failing fast with the address in the error) and serves `routes` (an axum
+/// `Router`, or one with a fast route ahead of it) until `stop` is cancelled. Returns the bound
+/// address (useful with port 0) and the server task.
 pub async fn serve_http(
     addr: SocketAddr,
-    router: Router,
+    routes: impl Into<Routes>,
     stop: CancellationToken,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let (bound, handle, _) = serve_http_with(addr, router, stop, Limits::default()).await?;
+    let (bound, handle, _) = serve_http_with(addr, routes, stop, Limits::default()).await?;
     Ok((bound, handle))
 }
 
@@ -81,7 +82,7 @@ pub async fn serve_http(
 /// listener's [`OpenConnections`] (the node waits on them when it stops).
 pub async fn serve_http_with(
     addr: SocketAddr,
-    router: Router,
+    routes: impl Into<Routes>,
     stop: CancellationToken,
     limits: Limits,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>, OpenConnections)> {
@@ -93,7 +94,8 @@ pub async fn serve_http_with(
         slots: Arc::new(Semaphore::new(limits.max_connections)),
         max: limits.max_connections,
     };
-    let handle = tokio::spawn(accept_loop(listener, router, stop, limits, open.slots.clone()));
+    let routes = routes.into();
+    let handle = tokio::spawn(accept_loop(listener, routes, stop, limits, open.slots.clone()));
     Ok((bound, handle, open))
 }
 
@@ -130,7 +132,7 @@ pub async fn poll_until(bound: Duration, mut done: impl FnMut() -> bool) -> bool
 
 async fn accept_loop(
     listener: tokio::net::TcpListener,
-    router: Router,
+    routes: Routes,
     stop: CancellationToken,
     limits: Limits,
     slots: Arc<Semaphore>,
@@ -160,14 +162,14 @@ async fn accept_loop(
             continue;
         };
         let _ = tcp.set_nodelay(true);
-        let router = router.clone();
+        let routes = routes.clone();
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             // The body's read deadline wraps hyper's body where the request is made: one
             // boxed body per request and no middleware layer, whose boxed future and second
             // body box cost 2–5k instructions a request (e2e/run-cost-gate).
             let mut request = request.map(|body| Body::new(Deadline::new(body, deadline)));
             request.extensions_mut().insert(ConnectInfo(peer));
-            router.clone().oneshot(request)
+            routes.clone().oneshot(request)
         });
         // Polled again when it wakes itself (every request with a body does): see PollAgain.
         let connection =

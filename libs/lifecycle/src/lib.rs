@@ -6,6 +6,7 @@
 mod health;
 mod http;
 mod poll_again;
+mod routes;
 mod shutdown;
 mod tasks;
 
@@ -15,5 +16,6 @@ pub use http::{
     poll_until, read_body, serve_http, serve_http_with,
 };
 pub use poll_again::PollAgain;
+pub use routes::{Answer, FastRoute, Routed, Routes};
 pub use shutdown::{Shutdown, listen_for_signals};
 pub use tasks::{TaskCenter, TaskError};

@@ -65,7 +65,8 @@ pub async fn start_with(platform: Platform, settings: Settings) -> Result<Runnin
     edge.register_metrics(&platform.metrics);
     let gateway = Gateway::new(settings, &platform.config.auth, platform.state.clone(), tickets)
         .map_err(StartError::Config)?;
-    let app = router(gateway, edge, &platform);
+    let app = router(gateway, edge.clone(), &platform);
+    let app = ramen_lifecycle::Routes::with_fast_route(app, mcp_edge::McpRoute::new(edge));
     let (addr, handle) =
         ramen_lifecycle::serve_http(platform.config.listen.api, app, platform.shutdown.token())
             .await?;

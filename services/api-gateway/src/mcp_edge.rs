@@ -16,9 +16,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramen_edge::{Edge, EdgeSettings, GrpcDirectory, KeyBook, SessionSealer};
+use axum::body::Body;
+use axum::http::Request;
+use ramen_edge::{Edge, EdgeRoute, EdgeSettings, GrpcDirectory, KeyBook, SessionSealer};
+use ramen_lifecycle::{Answer, FastRoute};
 
 use crate::clients::channel;
+use crate::request_id;
 use crate::settings::Settings;
 
 /// How long a resolved route is reused.
@@ -50,4 +54,26 @@ pub fn edge(
         EdgeSettings { trusted_proxies: settings.trusted_proxies.clone(), ..Default::default() };
     let edge = Edge::new(Arc::new(directory), sealer, edge_settings).with_keys(keys);
     Ok(Arc::new(edge))
+}
+
+/// The edge's MCP requests, answered ahead of the gateway's router ([`EdgeRoute`]) with the
+/// request id and span that every gateway answer has ([`request_id::layer`]). The router still
+/// serves the same paths, for whatever this declines.
+pub struct McpRoute(EdgeRoute);
+
+impl McpRoute {
+    pub fn new(edge: Arc<Edge>) -> Self {
+        Self(EdgeRoute::new(edge))
+    }
+}
+
+impl FastRoute for McpRoute {
+    fn route(&self, mut request: Request<Body>) -> Result<Answer, Request<Body>> {
+        if !EdgeRoute::takes(&request) {
+            return Err(request);
+        }
+        let begun = request_id::begin(&mut request);
+        let answer = self.0.route(request)?;
+        Ok(Box::pin(begun.answer(answer)))
+    }
 }

@@ -30,24 +30,46 @@ pub fn accept(value: &str) -> Option<&str> {
 }
 
 pub async fn layer(mut request: Request, next: Next) -> Response {
+    let begun = begin(&mut request);
+    begun.answer(next.run(request)).await
+}
+
+/// A request's id and span, made before it is answered.
+pub struct Begun {
+    id: String,
+    span: tracing::Span,
+}
+
+/// Takes or makes `request`'s id, puts it in its extensions and opens its span: what [`layer`]
+/// does first, for a route served ahead of the router (the MCP edge's).
+pub fn begin(request: &mut Request) -> Begun {
     let given = request.headers().get(HEADER).and_then(|v| v.to_str().ok()).and_then(accept);
     let id = given.map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_owned);
     request.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!("api", method = %request.method(), path = %request.uri().path(), request_id = %id);
     ramen_telemetry::extract_http(&span, request.headers());
-    let started = Instant::now();
-    let mut response = next.run(request).instrument(span.clone()).await;
-    span.in_scope(|| {
-        tracing::debug!(
-            status = response.status().as_u16(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "answered"
-        );
-    });
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(HEADER, value);
+    Begun { id, span }
+}
+
+impl Begun {
+    /// Runs `answering` in the request's span, logs the status and echoes the id on the
+    /// response.
+    pub async fn answer(self, answering: impl Future<Output = Response>) -> Response {
+        let Self { id, span } = self;
+        let started = Instant::now();
+        let mut response = answering.instrument(span.clone()).await;
+        span.in_scope(|| {
+            tracing::debug!(
+                status = response.status().as_u16(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "answered"
+            );
+        });
+        if let Ok(value) = HeaderValue::from_str(&id) {
+            response.headers_mut().insert(HEADER, value);
+        }
+        response
     }
-    response
 }
 
 #[cfg(test)]

@@ -178,8 +178,11 @@ impl Worker {
         health.add(RuntimeReady(node.clone()));
         // `/readyz` on the MCP port too: a cloud load balancer health-checks the port it sends
         // traffic to, and the admin port is closed to it.
-        let mcp = crate::mcp::http::router(node.clone(), &config.mcp_path)
-            .merge(ramen_lifecycle::public_readiness_router(health.clone()));
+        let mcp = ramen_lifecycle::Routes::with_fast_route(
+            crate::mcp::http::router(node.clone(), &config.mcp_path)
+                .merge(ramen_lifecycle::public_readiness_router(health.clone())),
+            crate::mcp::http::McpRoute::new(node.clone(), &config.mcp_path),
+        );
         let (mcp_addr, mcp_server, mcp_connections) =
             serve_http_with(config.listen, mcp, stop.child_token(), Limits::default())
                 .await

@@ -9,7 +9,8 @@ use ramen_bench::ProxyArgs;
 // The serving binaries' allocator, as the gateway's edge has it (libs/alloc).
 use ramen_alloc as _;
 use ramen_edge::{
-    Edge, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute, router,
+    Edge, EdgeRoute, EdgeSettings, Route, SessionSealer, StaticDirectory, WorkerRoute, ZoneRoute,
+    router,
 };
 
 #[tokio::main]
@@ -39,7 +40,10 @@ async fn main() -> anyhow::Result<()> {
     // The listener the gateway's edge runs (ramen_lifecycle: its limits, PollAgain), so the
     // gate measures what serves.
     let stop = tokio_util::sync::CancellationToken::new();
-    let (bound, server) = ramen_lifecycle::serve_http(args.listen, router(edge), stop).await?;
+    // The MCP paths ahead of the router, as the gateway serves them.
+    let routes =
+        ramen_lifecycle::Routes::with_fast_route(router(edge.clone()), EdgeRoute::new(edge));
+    let (bound, server) = ramen_lifecycle::serve_http(args.listen, routes, stop).await?;
     #[allow(clippy::print_stdout)]
     {
         println!("listening on {bound}");

@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::Bytes;
@@ -41,12 +41,63 @@ pub fn router(node: Arc<Node>, path: &str) -> Router {
         .with_state(node)
 }
 
+/// The MCP endpoint's POST, GET and DELETE, answered ahead of axum's routing (see
+/// [`ramen_lifecycle::FastRoute`]). [`router`] serves the same path behind it, for every
+/// request this declines (HEAD, other methods, a request with no peer address), so the
+/// endpoint answers as it would through the router alone.
+pub struct McpRoute {
+    node: Arc<Node>,
+    path: Box<str>,
+}
+
+impl McpRoute {
+    pub fn new(node: Arc<Node>, path: &str) -> Self {
+        Self { node, path: path.into() }
+    }
+}
+
+impl ramen_lifecycle::FastRoute for McpRoute {
+    fn route(
+        &self,
+        request: axum::extract::Request,
+    ) -> Result<ramen_lifecycle::Answer, axum::extract::Request> {
+        if request.uri().path() != &*self.path {
+            return Err(request);
+        }
+        let Some(&ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() else {
+            return Err(request);
+        };
+        let node = self.node.clone();
+        let answer: ramen_lifecycle::Answer = match *request.method() {
+            Method::POST => Box::pin(async move {
+                let response = serve_post(node.clone(), peer, request).await;
+                closing_while_draining(&node, response)
+            }),
+            Method::GET => Box::pin(async move {
+                let response = serve_get(node.clone(), peer, request.into_parts().0.headers).await;
+                closing_while_draining(&node, response)
+            }),
+            Method::DELETE => Box::pin(async move {
+                let headers = request.into_parts().0.headers;
+                let response = serve_delete(node.clone(), peer, headers).await;
+                closing_while_draining(&node, response)
+            }),
+            _ => return Err(request),
+        };
+        Ok(answer)
+    }
+}
+
+async fn close_while_draining(State(node): State<Arc<Node>>, response: Response) -> Response {
+    closing_while_draining(&node, response)
+}
+
 /// While draining, every answer asks the client to close its connection. A client (the edge)
 /// then opens a fresh one for its next request, which a stopped listener refuses outright (safe
 /// to send to another worker), instead of reusing an idle keep-alive connection that the node
 /// closes just as the request arrives: that request would be lost with no way to tell it never
 /// ran.
-async fn close_while_draining(State(node): State<Arc<Node>>, mut response: Response) -> Response {
+fn closing_while_draining(node: &Node, mut response: Response) -> Response {
     if node.is_draining() {
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
@@ -195,6 +246,14 @@ fn accepts(headers: &HeaderMap) -> Accepts {
 async fn post_mcp(
     State(node): State<Arc<Node>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: axum::extract::Request,
+) -> Response {
+    serve_post(node, peer, request).await
+}
+
+async fn serve_post(
+    node: Arc<Node>,
+    peer: SocketAddr,
     request: axum::extract::Request,
 ) -> Response {
     // The request whole, not the `HeaderMap` extractor: that one clones the map (~1k
@@ -453,6 +512,10 @@ async fn get_mcp(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
+    serve_get(node, peer, headers).await
+}
+
+async fn serve_get(node: Arc<Node>, peer: SocketAddr, headers: HeaderMap) -> Response {
     let caller = match admit(&node, &headers, peer).await {
         Ok(caller) => caller,
         Err(refused) => return refused,
@@ -509,6 +572,10 @@ async fn delete_mcp(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
+    serve_delete(node, peer, headers).await
+}
+
+async fn serve_delete(node: Arc<Node>, peer: SocketAddr, headers: HeaderMap) -> Response {
     let caller = match admit(&node, &headers, peer).await {
         Ok(caller) => caller,
         Err(refused) => return refused,

@@ -84,9 +84,10 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
         }
     })?;
     let id = raw.id;
-    let id_text = id.map(|i| i.get().to_owned());
+    // Copied only for an error that names it.
+    let id_text = || id.map(|i| i.get().to_owned());
     if raw.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
-        return Err(invalid("`jsonrpc` must be \"2.0\"", id_text));
+        return Err(invalid("`jsonrpc` must be \"2.0\"", id_text()));
     }
     if let Some(id) = id {
         let text = id.get();
@@ -104,12 +105,12 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
                 // Escaped: unescaped into a string of its own (serde cannot borrow it).
                 Err(_) => serde_json::from_str::<String>(method.get())
                     .map(Cow::Owned)
-                    .map_err(|_| invalid("`method` must be a string", id_text.clone()))?,
+                    .map_err(|_| invalid("`method` must be a string", id_text()))?,
             };
             if let Some(params) = raw.params
                 && !params.get().starts_with(['{', '['])
             {
-                return Err(invalid("`params` must be an object", id_text));
+                return Err(invalid("`params` must be an object", id_text()));
             }
             Ok(match id {
                 Some(id) => Incoming::Request { id, method, params: raw.params },
@@ -119,9 +120,10 @@ pub fn parse(body: &[u8]) -> Result<Incoming<'_>, ParseError> {
         (None, Some(id)) if raw.result.is_some() || raw.error.is_some() => {
             Ok(Incoming::Response { id, result: raw.result, error: raw.error })
         }
-        _ => {
-            Err(invalid("a message needs a `method`, or an `id` with `result` or `error`", id_text))
-        }
+        _ => Err(invalid(
+            "a message needs a `method`, or an `id` with `result` or `error`",
+            id_text(),
+        )),
     }
 }
 

@@ -161,3 +161,39 @@ async fn server_discover_is_answered_and_a_bare_probe_is_a_modern_error() {
     assert_eq!(body["result"]["supportedVersions"][0], "2026-07-28", "{body}");
     node.stop().await;
 }
+
+/// What the node's fast route for the MCP path declines is answered by its router, as before
+/// the fast route: other methods, HEAD, and paths that only look like the endpoint.
+#[tokio::test]
+async fn requests_the_fast_route_declines_are_answered_by_the_router() {
+    let node = support::start("examples/hello-repo", |_| {}).await;
+    let url = node.url.clone();
+    let http = reqwest::Client::new();
+    let put = http.put(&url).header(AUTHORIZATION, format!("Bearer {KEY}")).send().await.unwrap();
+    assert_eq!(put.status(), 405, "PUT on the endpoint");
+    let allow = put.headers()["allow"].to_str().unwrap().to_owned();
+    for method in ["GET", "HEAD", "POST", "DELETE"] {
+        assert!(allow.contains(method), "Allow names {method}: {allow}");
+    }
+    // HEAD runs GET's handler (axum's rule): no key, so 401 with the challenge.
+    let head = http.head(&url).send().await.unwrap();
+    assert_eq!(head.status(), 401, "HEAD without a key");
+    assert!(head.headers().contains_key("www-authenticate"));
+    for near in [format!("{url}/"), format!("{url}x")] {
+        let post = http
+            .post(&near)
+            .header(AUTHORIZATION, format!("Bearer {KEY}"))
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(post.status(), 404, "{near}");
+    }
+    // And the endpoint itself answers through the fast route.
+    let mut raw = Raw::new(&url);
+    raw.initialize().await;
+    assert_eq!(raw.call(1, "ping", json!({})).await["result"], json!({}));
+    node.stop().await;
+}
