@@ -38,6 +38,7 @@ const SESSION: &str = "mcp-session-id";
 const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION);
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const ZONE_NAME: HeaderName = HeaderName::from_static(ZONE_HEADER);
 
 #[derive(Clone, Debug)]
 pub struct EdgeSettings {
@@ -501,7 +502,7 @@ async fn place_on(
     parts: &http::request::Parts,
     body: &Bytes,
 ) -> Placement {
-    let pinned = parts.headers.get(ZONE_HEADER).and_then(|v| v.to_str().ok()).map(str::trim);
+    let pinned = parts.headers.get(&ZONE_NAME).and_then(|v| v.to_str().ok()).map(str::trim);
     let zones = match select::zones(route, pinned, client) {
         Ok(zones) => zones,
         Err(Refusal::UnknownZone(zone)) => {

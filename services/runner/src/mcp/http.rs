@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use bytes::Bytes;
@@ -32,6 +32,9 @@ use crate::policy::{CallerId, Unauthenticated};
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
+// The names made once: a lookup by `&str` parses the name first (~300 instructions).
+const SESSION: HeaderName = HeaderName::from_static(SESSION_HEADER);
+const VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 pub fn router(node: Arc<Node>, path: &str) -> Router {
@@ -172,7 +175,7 @@ fn unauthenticated(policy: &crate::policy::Policy, refusal: &Unauthenticated) ->
 
 /// A session-era request with an `MCP-Protocol-Version` this node does not speak: 400.
 fn legacy_version_refused(headers: &HeaderMap) -> Option<Response> {
-    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())?;
+    let version = headers.get(&VERSION).and_then(|v| v.to_str().ok())?;
     if SUPPORTED_VERSIONS.contains(&version) {
         return None;
     }
@@ -194,7 +197,7 @@ fn legacy_version_refused(headers: &HeaderMap) -> Option<Response> {
 /// Whether a GET/DELETE comes from a 2026-07-28 client, which has no session to stream or end.
 fn modern_header(headers: &HeaderMap) -> bool {
     headers
-        .get(VERSION_HEADER)
+        .get(&VERSION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| modern::envelope::MODERN_VERSIONS.contains(&v))
 }
@@ -213,7 +216,7 @@ fn method_not_allowed() -> Response {
 /// opened by another caller (a session is bound to who opened it: a leaked session id is
 /// worth nothing to anyone else).
 fn session(node: &Node, headers: &HeaderMap, caller: &CallerId) -> Result<Arc<Session>, Response> {
-    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+    let Some(id) = headers.get(&SESSION).and_then(|v| v.to_str().ok()) else {
         return Err(http_error(
             StatusCode::BAD_REQUEST,
             INVALID_REQUEST,
@@ -457,7 +460,7 @@ fn initialize(
     }
     let mut response = json_response(StatusCode::OK, jsonrpc::result(id, &result.to_string()));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_HEADER, value);
+        response.headers_mut().insert(SESSION, value);
     }
     response
 }
@@ -520,7 +523,7 @@ async fn serve_get(node: Arc<Node>, peer: SocketAddr, headers: HeaderMap) -> Res
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
-    if modern_header(&headers) && !headers.contains_key(SESSION_HEADER) {
+    if modern_header(&headers) && !headers.contains_key(&SESSION) {
         return method_not_allowed();
     }
     if let Some(refused) = legacy_version_refused(&headers) {
@@ -559,8 +562,7 @@ fn take_until_closed(
     node: Arc<Node>,
     headers: HeaderMap,
 ) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    let id =
-        headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let id = headers.get(&SESSION).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     stream.take_while(move |_| {
         let open = node.sessions.contains(&id);
         async move { open }
@@ -580,7 +582,7 @@ async fn serve_delete(node: Arc<Node>, peer: SocketAddr, headers: HeaderMap) -> 
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
-    if modern_header(&headers) && !headers.contains_key(SESSION_HEADER) {
+    if modern_header(&headers) && !headers.contains_key(&SESSION) {
         return method_not_allowed();
     }
     if let Some(refused) = legacy_version_refused(&headers) {
