@@ -277,7 +277,12 @@ async fn read_frames(
             }
             return;
         }
-        let incoming: Incoming = match serde_json::from_slice(&buf) {
+        // UTF-8 checked once, not string by string and raw value by raw value (see
+        // `jsonrpc::parse`).
+        let parsed = std::str::from_utf8(&buf)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Incoming>(text).map_err(|e| e.to_string()));
+        let incoming: Incoming = match parsed {
             Ok(incoming) => incoming,
             Err(err) => {
                 tracing::warn!(%err, "runtime sent a frame that is not a protocol message");
