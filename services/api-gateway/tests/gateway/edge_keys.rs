@@ -90,7 +90,20 @@ async fn the_edge_refuses_missing_unknown_revoked_and_expired_keys_before_any_no
         assert_eq!(refused.status, 401, "{what}: {}", refused.body);
         let challenge = refused.headers.get("www-authenticate").and_then(|v| v.to_str().ok());
         assert_eq!(challenge, Some(r#"Bearer realm="ramen", error="invalid_token""#), "{what}");
+        // Answered ahead of the router (the edge's fast route), with the request id every
+        // gateway answer has.
+        let id = refused.headers.get("x-request-id").and_then(|v| v.to_str().ok());
+        assert!(id.is_some_and(|id| uuid::Uuid::parse_str(id).is_ok()), "{what}: {id:?}");
     }
+    let given = stack
+        .http
+        .post(stack.url("/mcp/team/prod"))
+        .header("x-request-id", "mcp-call-9")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }));
+    let given = stack.send(given).await;
+    assert_eq!(given.status, 401);
+    assert_eq!(given.headers["x-request-id"], "mcp-call-9", "a client's id is echoed");
 
     // Made after the edge read the keys: works on first use.
     let (fresh_id, fresh) = create_key(&stack, "fresh", None).await;
