@@ -35,7 +35,7 @@ use crate::upstream::{Failure, Upstream};
 const SESSION: &str = "mcp-session-id";
 // Names the forwarded request is given, made once: inserting by `&str` parses the name on every
 // request.
-const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION);
+pub(crate) const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION);
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 const ZONE_NAME: HeaderName = HeaderName::from_static(ZONE_HEADER);

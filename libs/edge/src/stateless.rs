@@ -13,12 +13,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::directory::Blocked;
+use crate::proxy::SESSION_NAME;
 
 /// Session-based revisions: requests of these (or with no version header) are not stateless.
 const SESSION_REVISIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 // The names made once: a lookup by `&str` parses the name first (~300 instructions).
-const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
@@ -30,7 +30,7 @@ fn header<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<&'h str> {
 /// A request that belongs to no session: a stateless revision's version header, no
 /// `Mcp-Session-Id`.
 pub fn is_stateless(headers: &HeaderMap) -> bool {
-    !headers.contains_key(&SESSION_ID)
+    !headers.contains_key(&SESSION_NAME)
         && header(headers, &PROTOCOL_VERSION).is_some_and(|v| !SESSION_REVISIONS.contains(&v))
 }
 

@@ -26,15 +26,15 @@ use super::calls::{Accepts, Reply};
 use super::jsonrpc::{self, INVALID_REQUEST, Incoming, PARSE_ERROR, ParseError};
 use super::methods;
 use super::modern;
+use super::modern::envelope::PROTOCOL_VERSION;
 use super::session::{LATEST_VERSION, SUPPORTED_VERSIONS, Session};
 use crate::node::Node;
 use crate::policy::{CallerId, Unauthenticated};
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
-// The names made once: a lookup by `&str` parses the name first (~300 instructions).
+// Made once: a lookup by `&str` parses the name first (~300 instructions).
 const SESSION: HeaderName = HeaderName::from_static(SESSION_HEADER);
-const VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 const KEEPALIVE: Duration = Duration::from_secs(15);
 
 pub fn router(node: Arc<Node>, path: &str) -> Router {
@@ -70,24 +70,19 @@ impl ramen_lifecycle::FastRoute for McpRoute {
         let Some(&ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>() else {
             return Err(request);
         };
+        let method = request.method().clone();
+        if !matches!(method, Method::POST | Method::GET | Method::DELETE) {
+            return Err(request);
+        }
         let node = self.node.clone();
-        let answer: ramen_lifecycle::Answer = match *request.method() {
-            Method::POST => Box::pin(async move {
-                let response = serve_post(node.clone(), peer, request).await;
-                closing_while_draining(&node, response)
-            }),
-            Method::GET => Box::pin(async move {
-                let response = serve_get(node.clone(), peer, request.into_parts().0.headers).await;
-                closing_while_draining(&node, response)
-            }),
-            Method::DELETE => Box::pin(async move {
-                let headers = request.into_parts().0.headers;
-                let response = serve_delete(node.clone(), peer, headers).await;
-                closing_while_draining(&node, response)
-            }),
-            _ => return Err(request),
-        };
-        Ok(answer)
+        Ok(Box::pin(async move {
+            let response = match method {
+                Method::POST => serve_post(node.clone(), peer, request).await,
+                Method::GET => serve_get(node.clone(), peer, request.into_parts().0.headers).await,
+                _ => serve_delete(node.clone(), peer, request.into_parts().0.headers).await,
+            };
+            closing_while_draining(&node, response)
+        }))
     }
 }
 
@@ -175,7 +170,7 @@ fn unauthenticated(policy: &crate::policy::Policy, refusal: &Unauthenticated) ->
 
 /// A session-era request with an `MCP-Protocol-Version` this node does not speak: 400.
 fn legacy_version_refused(headers: &HeaderMap) -> Option<Response> {
-    let version = headers.get(&VERSION).and_then(|v| v.to_str().ok())?;
+    let version = headers.get(&PROTOCOL_VERSION).and_then(|v| v.to_str().ok())?;
     if SUPPORTED_VERSIONS.contains(&version) {
         return None;
     }
@@ -197,7 +192,7 @@ fn legacy_version_refused(headers: &HeaderMap) -> Option<Response> {
 /// Whether a GET/DELETE comes from a 2026-07-28 client, which has no session to stream or end.
 fn modern_header(headers: &HeaderMap) -> bool {
     headers
-        .get(&VERSION)
+        .get(&PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| modern::envelope::MODERN_VERSIONS.contains(&v))
 }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::mcp::http::VERSION_HEADER;
 use crate::mcp::jsonrpc::INVALID_PARAMS;
 use crate::mcp::session::log_level_rank;
 
@@ -151,7 +152,7 @@ fn meta_names_version(params: &RawValue) -> bool {
 }
 
 // The names made once: a lookup by `&str` parses the name first (~300 instructions).
-const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
