@@ -207,6 +207,14 @@ class Framed:
             raise RuntimeError(f"unexpected answer {answer[:300]!r}")
 
 
+# What a node adds to a session's `call_tool` frame for a client that presented a key from the
+# node's `key_hashes` (no id or name): `runtime-direct --client ... --caller ...` in
+# runner-bench sends the same.
+NODE_FIELDS = (b',"client":{"protocolVersion":"2025-11-25","capabilities":{},'
+               b'"clientInfo":{"name":"cost-gate","version":"1"},"sessionId":"0123456789abcdef0123456789abcdef"},'
+               b'"caller":{"kind":"key","key_id":"","key_name":""}')
+
+
 def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
     """The Python runtime's instructions per framed request, examples/hello-repo, concurrency 1."""
     dumps = work / "runtime-dumps"
@@ -228,6 +236,11 @@ def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
             # own call, result conversion, frame out.
             "runtime: call_tool, async def tool (SDK MCPServer)":
                 lambda: rt.call(add, b'"structuredContent":{"result":42}'),
+            # The same call in the frame a node sends for a session whose client signed in with
+            # a key: the session's client description (with its id, so the SDK context carries a
+            # request) and who the caller is (identity.py binds it for the call).
+            "runtime: call_tool, as a node sends it (session, key caller)":
+                lambda: rt.call(add + NODE_FIELDS, b'"structuredContent":{"result":42}'),
             # The framing and the event loop alone.
             "runtime: ping": lambda: rt.call(b'"op":"ping"', b'"result":{}'),
         }

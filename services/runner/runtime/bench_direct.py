@@ -7,7 +7,12 @@ runtime process's CPU time per call (user+system, from /proc; meaningful even on
 machine).
 
     ~/.cache/ramen/venv/bin/python services/runner/runtime/bench_direct.py [--seconds 5] [--warmup 1]
-        [--concurrency 1,16,64] [--tool notes.add] [--pin]
+        [--concurrency 1,16,64] [--tool notes.add] [--pin] [--bare]
+
+Each call carries what a node adds to a session's call for a client that signed in with a key:
+the session's client description and who the caller is (the runtime builds the call's context
+from both). ``--bare`` sends the tool's name and arguments alone, as this script did before
+2026-12-06: a call no node makes.
 
 ``--pin`` pins the runtime to CPU 0 and this driver to CPU 1 (like the SDK comparison in
 shared/MCP-NOTES.md).
@@ -26,6 +31,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 HELLO_REPO = os.path.join(REPO_ROOT, "examples", "hello-repo")
+# What a node adds to a session's call_tool frame for a key from its `key_hashes` (the cost
+# gate's "as a node sends it" path and runner-bench's runtime-direct send the same).
+NODE_FIELDS = (
+    ',"client":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"},'
+    '"sessionId":"0123456789abcdef0123456789abcdef"},"caller":{"kind":"key","key_id":"","key_name":""}'
+)
 
 
 class Driver:
@@ -72,9 +83,11 @@ class Driver:
             fields = fh.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def run(self, tool: str, concurrency: int, seconds: float, warmup: float) -> tuple[int, float, list[float], float]:
+    def run(
+        self, tool: str, concurrency: int, seconds: float, warmup: float, bare: bool
+    ) -> tuple[int, float, list[float], float]:
         prefix = b'{"id":'
-        suffix = (',"op":"call_tool","name":"%s","arguments":{"a":20,"b":22}}' % tool).encode()
+        suffix = (',"op":"call_tool","name":"%s","arguments":{"a":20,"b":22}%s}' % (tool, "" if bare else NODE_FIELDS)).encode()
         expect = b'"structuredContent":{"result":42}'
         sent_at: dict[int, float] = {}
         next_id = 1
@@ -141,15 +154,17 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--concurrency", default="1,16,64")
     ap.add_argument("--pin", action="store_true", help="runtime on CPU 0, driver on CPU 1")
+    ap.add_argument("--bare", action="store_true", help="no session client or caller in the frame")
     args = ap.parse_args()
 
     drv = Driver(args.root, args.pin)
     print(f"runtime: {sys.executable} -m ramen_runtime --root {args.root}")
-    print(f"tool: {args.tool}(a=20, b=22); {args.warmup:g} s warm-up + {args.seconds:g} s per level")
+    frame = "bare (name and arguments)" if args.bare else "as a node sends it (session client, key caller)"
+    print(f"tool: {args.tool}(a=20, b=22), {frame}; {args.warmup:g} s warm-up + {args.seconds:g} s per level")
     print(f"{'concurrency':>11}  {'calls/s':>9}  {'p50 ms':>8}  {'p99 ms':>8}  {'runtime CPU/call':>16}")
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
-            n, secs, lat, cpu = drv.run(args.tool, c, args.seconds, args.warmup)
+            n, secs, lat, cpu = drv.run(args.tool, c, args.seconds, args.warmup, args.bare)
             lat.sort()
             p50 = statistics.median(lat) * 1e3
             p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e3

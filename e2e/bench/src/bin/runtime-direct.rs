@@ -36,6 +36,11 @@ struct Args {
     /// the same work per call as behind a node.
     #[arg(long)]
     client: Option<String>,
+    /// Who the node says is calling (`{"kind":"key",...}`), added to every call frame as the
+    /// node adds it for a client that signed in: the runtime binds it for the call, which
+    /// costs the runtime the same behind a node as here.
+    #[arg(long)]
+    caller: Option<String>,
     /// Run the runtime without the node's confinement (to measure what it costs).
     #[arg(long)]
     unconfined: bool,
@@ -45,11 +50,12 @@ async fn caller(runtime: Runtime, args: Args, warm_until: Instant, end: Instant)
     let mut recorder = Recorder::default();
     let name = serde_json::to_string(&args.tool).unwrap();
     let client = args.client.as_deref().map(|c| format!(r#","client":{c}"#)).unwrap_or_default();
+    let caller = args.caller.as_deref().map(|c| format!(r#","caller":{c}"#)).unwrap_or_default();
     while Instant::now() < end {
         let sent = Instant::now();
         let outcome = match runtime.call(|id| {
             format!(
-                r#"{{"id":{id},"op":"call_tool","name":{name},"arguments":{}{client}}}"#,
+                r#"{{"id":{id},"op":"call_tool","name":{name},"arguments":{}{client}{caller}}}"#,
                 args.arguments
             )
             .into_bytes()
