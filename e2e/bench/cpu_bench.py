@@ -11,14 +11,16 @@ Not gated: the figure moves with the machine; read rounds side by side.
 
 With `--floor <proxy-floor>`, the same points are run once more through `proxy-floor` (hyper
 alone forwarding to the node, none of the edge's own work) in front of the same node: the least
-any edge on hyper and tokio could cost on this machine, measured beside the edge.
+any edge on hyper and tokio could cost on this machine, measured beside the edge. `--floor` may
+be given more than once (`--floor <byte-floor>`: no hyper at all, docs/benchmarks.md "Thirteenth
+round"); each gets a column named after its binary.
 
 `--edge-threads N` runs the edge and the floor on N tokio worker threads (`TOKIO_WORKER_THREADS`)
 instead of one per CPU (docs/benchmarks.md, "Ninth round": one thread sleeps and wakes less
 often per request than two).
 
     cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
-                 [--floor <proxy-floor>] [--edge-threads N] [--seconds 5] [--rounds 2]
+                 [--floor <proxy-floor> ...] [--edge-threads N] [--seconds 5] [--rounds 2]
                  [--concurrency 1,4,16]
 """
 
@@ -53,7 +55,8 @@ def main() -> int:
     parser.add_argument("--runner", type=Path, required=True)
     parser.add_argument("--edge", type=Path, required=True)
     parser.add_argument("--load", type=Path, required=True, help="the release mcp-load")
-    parser.add_argument("--floor", type=Path, help="the release proxy-floor, measured beside the edge")
+    parser.add_argument("--floor", type=Path, action="append", default=[],
+                        help="a release proxy-floor or byte-floor, measured beside the edge; repeatable")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", default="1,4,16")
@@ -67,15 +70,14 @@ def main() -> int:
         node, node_port, _ = start_node(args.runner, work / "node", [])
         try:
             edge, edge_port = start_edge(args.edge, node_port, work, threads)
-            floor, floor_port = (None, 0)
-            if args.floor:
-                (work / "floor").mkdir()
-                floor, floor_port = start_edge(args.floor, node_port, work / "floor", threads)
+            floors: list[tuple[subprocess.Popen, int]] = []
             try:
-                floor_column = (" proxy-floor µs/call (in front) |", "---|") if floor else ("", "")
+                for n, binary in enumerate(args.floor):
+                    (work / f"floor-{n}").mkdir()
+                    floors.append(start_edge(binary, node_port, work / f"floor-{n}", threads))
                 print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |"
-                      + floor_column[0])
-                print("|---|---|---|---|---|" + floor_column[1])
+                      + "".join(f" {binary.name} µs/call (in front) |" for binary in args.floor))
+                print("|---|---|---|---|---|" + "---|" * len(args.floor))
                 for round_ in range(1, args.rounds + 1):
                     for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
                         for c in levels:
@@ -86,13 +88,13 @@ def main() -> int:
                             node_us = per_call(node.pid, load(f"http://127.0.0.1:{node_port}/mcp"))
                             edge_us = per_call(edge.pid, load(f"http://127.0.0.1:{edge_port}/mcp/bench/prod"))
                             row = f"| {kind} | {c} | {round_} | {node_us} | {edge_us} |"
-                            if floor:
+                            for floor, floor_port in floors:
                                 url = f"http://127.0.0.1:{floor_port}/mcp/bench/prod"
                                 row += f" {per_call(floor.pid, load(url))} |"
                             print(row, flush=True)
             finally:
                 stop(edge)
-                if floor:
+                for floor, _ in floors:
                     stop(floor)
         finally:
             stop(node)

@@ -1,0 +1,128 @@
+//! `half-floor`: hyper serves the client, the worker leg is bytes (docs/benchmarks.md,
+//! "Thirteenth round"). Takes `edge-static`'s arguments. Each request's head is written to the
+//! worker from hyper's parsed request (path rewritten to `/mcp`), inline in the request's own
+//! task over the client connection's one worker connection; the answer is read with httparse
+//! and handed back to hyper whole (`Content-Length` answers only). The floor of an edge that
+//! keeps hyper on the client's side and drops hyper's client toward the worker.
+
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1 as server;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use ramen_bench::ProxyArgs;
+// The serving binaries' allocator, as edge-static has it.
+use ramen_alloc as _;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Mutex;
+
+/// The client connection's one worker connection, with its read buffer and the bytes of the
+/// request being written.
+struct Worker {
+    stream: TcpStream,
+    buf: BytesMut,
+    out: Vec<u8>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = ProxyArgs::parse();
+    let worker: Arc<str> = args.workers[0].as_str().into();
+    let listener = TcpListener::bind(args.listen).await?;
+    #[allow(clippy::print_stdout)]
+    {
+        println!("listening on {}", listener.local_addr()?);
+    }
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let worker = worker.clone();
+        tokio::spawn(async move {
+            if let Err(err) = relay(stream, &worker).await {
+                report(&err);
+            }
+        });
+    }
+}
+
+/// Serves one client connection, forwarding over one worker connection opened for it.
+async fn relay(stream: TcpStream, worker: &str) -> anyhow::Result<()> {
+    stream.set_nodelay(true)?;
+    let upstream = TcpStream::connect(worker).await?;
+    upstream.set_nodelay(true)?;
+    let worker = Arc::new(Mutex::new(Worker {
+        stream: upstream,
+        buf: BytesMut::with_capacity(16 * 1024),
+        out: Vec::with_capacity(16 * 1024),
+    }));
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let worker = worker.clone();
+        async move { forward(&worker, request).await }
+    });
+    server::Builder::new().serve_connection(TokioIo::new(stream), service).await?;
+    Ok(())
+}
+
+/// Writes `request` to the worker and reads its whole answer.
+async fn forward(
+    worker: &Mutex<Worker>,
+    request: Request<Incoming>,
+) -> anyhow::Result<Response<Full<Bytes>>> {
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let mut worker = worker.lock().await;
+    let Worker { stream, buf, out } = &mut *worker;
+    out.clear();
+    out.extend_from_slice(parts.method.as_str().as_bytes());
+    out.extend_from_slice(b" /mcp HTTP/1.1\r\n");
+    for (name, value) in &parts.headers {
+        if name == hyper::header::CONTENT_LENGTH {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"content-length: ");
+    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(&body);
+    stream.write_all(out).await?;
+
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut response = httparse::Response::new(&mut headers);
+        if let httparse::Status::Complete(head_len) = response.parse(buf)? {
+            let mut answer = Response::builder().status(response.code.unwrap_or(502));
+            let mut body_len = 0;
+            for h in response.headers.iter() {
+                if h.name.eq_ignore_ascii_case("content-length") {
+                    body_len = std::str::from_utf8(h.value)?.trim().parse()?;
+                } else {
+                    answer = answer.header(h.name, h.value);
+                }
+            }
+            while buf.len() < head_len + body_len {
+                if stream.read_buf(buf).await? == 0 {
+                    anyhow::bail!("worker closed");
+                }
+            }
+            buf.advance(head_len);
+            let body = buf.split_to(body_len).freeze();
+            return Ok(answer.body(Full::new(body))?);
+        }
+        if stream.read_buf(buf).await? == 0 {
+            anyhow::bail!("worker closed");
+        }
+    }
+}
+
+#[allow(clippy::print_stderr)]
+fn report(err: &anyhow::Error) {
+    eprintln!("half-floor: {err:#}");
+}
