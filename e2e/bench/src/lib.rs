@@ -1,11 +1,15 @@
 //! Shared pieces of the load generators: latency recording and the summary they print; the
-//! command line of the proxies measured in front of a node.
+//! command line and accept loop of the proxies measured in front of a node.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// `edge-static`'s and `proxy-floor`'s command line (the cost gate and cpu-bench start either
-/// the same way).
+use tokio::net::{TcpListener, TcpStream};
+
+/// `edge-static`'s and the floors' command line (the cost gate and cpu-bench start each the
+/// same way).
 #[derive(clap::Parser)]
 pub struct ProxyArgs {
     #[arg(long)]
@@ -13,6 +17,36 @@ pub struct ProxyArgs {
     /// `host:port` of a worker's MCP endpoint; repeat for several.
     #[arg(long = "worker", required = true)]
     pub workers: Vec<String>,
+}
+
+/// The floors' accept loop: binds `--listen`, prints `listening on ADDR` (what the cost gate
+/// and cpu-bench wait for) and serves each client connection with `relay(stream, worker)` in
+/// a task of its own, the worker being the first `--worker`. A connection's error is printed
+/// under `name` and ends only that connection.
+pub async fn serve_floor<F, Fut>(name: &'static str, relay: F) -> anyhow::Result<()>
+where
+    F: Fn(TcpStream, Arc<str>) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let args = <ProxyArgs as clap::Parser>::parse();
+    let worker: Arc<str> = args.workers[0].as_str().into();
+    let listener = TcpListener::bind(args.listen).await?;
+    #[allow(clippy::print_stdout)]
+    {
+        println!("listening on {}", listener.local_addr()?);
+    }
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let connection = relay(stream, worker.clone());
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("{name}: {err:#}");
+                }
+            }
+        });
+    }
 }
 
 /// Latencies of one run, in microseconds.

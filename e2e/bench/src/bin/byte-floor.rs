@@ -8,40 +8,26 @@
 //! `Content-Length` ones, no smuggling rules): the figure it gives is the least a proxy that
 //! forwards bytes instead of rebuilding requests costs on this machine.
 
+use std::sync::Arc;
+
 use bytes::{Buf, BytesMut};
-use clap::Parser;
-use ramen_bench::ProxyArgs;
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// Headers a head may have; bench traffic has about ten.
 const MAX_HEADERS: usize = 32;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = ProxyArgs::parse();
-    let worker: &'static str = Box::leak(args.workers[0].clone().into_boxed_str());
-    let listener = TcpListener::bind(args.listen).await?;
-    #[allow(clippy::print_stdout)]
-    {
-        println!("listening on {}", listener.local_addr()?);
-    }
-    loop {
-        let (stream, _) = listener.accept().await?;
-        tokio::spawn(async move {
-            if let Err(err) = relay(stream, worker).await {
-                report(&err);
-            }
-        });
-    }
+    ramen_bench::serve_floor("byte-floor", relay).await
 }
 
 /// Serves one client connection, forwarding over one worker connection opened for it.
-async fn relay(mut client: TcpStream, worker: &str) -> anyhow::Result<()> {
+async fn relay(mut client: TcpStream, worker: Arc<str>) -> anyhow::Result<()> {
     client.set_nodelay(true)?;
-    let mut upstream = TcpStream::connect(worker).await?;
+    let mut upstream = TcpStream::connect(&*worker).await?;
     upstream.set_nodelay(true)?;
     let mut from_client = BytesMut::with_capacity(16 * 1024);
     let mut from_worker = BytesMut::with_capacity(16 * 1024);
@@ -157,9 +143,4 @@ async fn read_more(stream: &mut TcpStream, buf: &mut BytesMut) -> anyhow::Result
         anyhow::bail!("connection closed inside a message");
     }
     Ok(())
-}
-
-#[allow(clippy::print_stderr)]
-fn report(err: &anyhow::Error) {
-    eprintln!("byte-floor: {err:#}");
 }

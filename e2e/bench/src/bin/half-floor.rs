@@ -8,17 +8,15 @@
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
-use clap::Parser;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1 as server;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use ramen_bench::ProxyArgs;
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
 /// The client connection's one worker connection, with its read buffer and the bytes of the
@@ -31,37 +29,22 @@ struct Worker {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = ProxyArgs::parse();
-    let worker: Arc<str> = args.workers[0].as_str().into();
-    let listener = TcpListener::bind(args.listen).await?;
-    #[allow(clippy::print_stdout)]
-    {
-        println!("listening on {}", listener.local_addr()?);
-    }
-    loop {
-        let (stream, _) = listener.accept().await?;
-        let worker = worker.clone();
-        tokio::spawn(async move {
-            if let Err(err) = relay(stream, &worker).await {
-                report(&err);
-            }
-        });
-    }
+    ramen_bench::serve_floor("half-floor", relay).await
 }
 
 /// Serves one client connection, forwarding over one worker connection opened for it.
-async fn relay(stream: TcpStream, worker: &str) -> anyhow::Result<()> {
+async fn relay(stream: TcpStream, worker: Arc<str>) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
-    let upstream = TcpStream::connect(worker).await?;
+    let upstream = TcpStream::connect(&*worker).await?;
     upstream.set_nodelay(true)?;
-    let worker = Arc::new(Mutex::new(Worker {
+    let connection = Arc::new(Mutex::new(Worker {
         stream: upstream,
         buf: BytesMut::with_capacity(16 * 1024),
         out: Vec::with_capacity(16 * 1024),
     }));
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        let worker = worker.clone();
-        async move { forward(&worker, request).await }
+        let connection = connection.clone();
+        async move { forward(&connection, request).await }
     });
     server::Builder::new().serve_connection(TokioIo::new(stream), service).await?;
     Ok(())
@@ -120,9 +103,4 @@ async fn forward(
             anyhow::bail!("worker closed");
         }
     }
-}
-
-#[allow(clippy::print_stderr)]
-fn report(err: &anyhow::Error) {
-    eprintln!("half-floor: {err:#}");
 }

@@ -8,42 +8,25 @@
 
 use std::sync::Arc;
 
-use clap::Parser;
 use hyper::body::Incoming;
 use hyper::client::conn::http1 as client;
 use hyper::server::conn::http1 as server;
 use hyper::{Request, Uri};
 use hyper_util::rt::TokioIo;
-use ramen_bench::ProxyArgs;
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = ProxyArgs::parse();
-    let worker: Arc<str> = args.workers[0].as_str().into();
-    let listener = TcpListener::bind(args.listen).await?;
-    #[allow(clippy::print_stdout)]
-    {
-        println!("listening on {}", listener.local_addr()?);
-    }
-    loop {
-        let (stream, _) = listener.accept().await?;
-        let worker = worker.clone();
-        tokio::spawn(async move {
-            if let Err(err) = relay(stream, &worker).await {
-                report(&err);
-            }
-        });
-    }
+    ramen_bench::serve_floor("proxy-floor", relay).await
 }
 
 /// Serves one client connection, forwarding over one worker connection opened for it.
-async fn relay(stream: TcpStream, worker: &str) -> anyhow::Result<()> {
+async fn relay(stream: TcpStream, worker: Arc<str>) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
-    let upstream = TcpStream::connect(worker).await?;
+    let upstream = TcpStream::connect(&*worker).await?;
     upstream.set_nodelay(true)?;
     let (sender, connection) = client::handshake(TokioIo::new(upstream)).await?;
     tokio::spawn(connection);
@@ -60,9 +43,4 @@ async fn relay(stream: TcpStream, worker: &str) -> anyhow::Result<()> {
     });
     server::Builder::new().serve_connection(TokioIo::new(stream), service).await?;
     Ok(())
-}
-
-#[allow(clippy::print_stderr)]
-fn report(err: &anyhow::Error) {
-    eprintln!("proxy-floor: {err:#}");
 }
