@@ -56,7 +56,7 @@ def main() -> int:
     parser.add_argument("--edge", type=Path, required=True)
     parser.add_argument("--load", type=Path, required=True, help="the release mcp-load")
     parser.add_argument("--floor", type=Path, action="append", default=[],
-                        help="a release proxy-floor or byte-floor, measured beside the edge; repeatable")
+                        help="a release proxy-floor, half-floor or byte-floor, measured beside the edge; repeatable")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", default="1,4,16")

@@ -6,7 +6,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::BytesMut;
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
+
+/// Headers a head parsed by the floors may have; bench traffic has about ten.
+pub const MAX_HEADERS: usize = 32;
 
 /// `edge-static`'s and the floors' command line (the cost gate and cpu-bench start each the
 /// same way).
@@ -47,6 +52,37 @@ where
             }
         });
     }
+}
+
+/// A head's `Content-Length`, `None` when it has none.
+pub fn content_length(headers: &[httparse::Header<'_>]) -> anyhow::Result<Option<usize>> {
+    let Some(header) = headers.iter().find(|h| h.name.eq_ignore_ascii_case("content-length"))
+    else {
+        return Ok(None);
+    };
+    Ok(Some(std::str::from_utf8(header.value)?.trim().parse()?))
+}
+
+/// Whether a head has a `Transfer-Encoding` header (the floors forward chunked answers at
+/// most, never chunked requests).
+pub fn has_transfer_encoding(headers: &[httparse::Header<'_>]) -> bool {
+    headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding"))
+}
+
+/// Reads from `stream` until `buf` holds at least `len` bytes.
+pub async fn fill(stream: &mut TcpStream, buf: &mut BytesMut, len: usize) -> anyhow::Result<()> {
+    while buf.len() < len {
+        read_more(stream, buf).await?;
+    }
+    Ok(())
+}
+
+/// One read from `stream` into `buf`; an error when the peer closed in the middle of a message.
+pub async fn read_more(stream: &mut TcpStream, buf: &mut BytesMut) -> anyhow::Result<()> {
+    if stream.read_buf(buf).await? == 0 {
+        anyhow::bail!("connection closed inside a message");
+    }
+    Ok(())
 }
 
 /// Latencies of one run, in microseconds.

@@ -11,13 +11,11 @@
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
+use ramen_bench::{MAX_HEADERS, content_length, fill, has_transfer_encoding, read_more};
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Headers a head may have; bench traffic has about ten.
-const MAX_HEADERS: usize = 32;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -69,7 +67,7 @@ async fn request_head(
         if let httparse::Status::Complete(head_len) = request.parse(buf)? {
             let path = request.path.ok_or_else(|| anyhow::anyhow!("request without a path"))?;
             let start = path.as_ptr() as usize - buf.as_ptr() as usize;
-            if request.headers.iter().any(|h| h.name.eq_ignore_ascii_case("transfer-encoding")) {
+            if has_transfer_encoding(request.headers) {
                 anyhow::bail!("byte-floor forwards Content-Length bodies only");
             }
             let body_len = content_length(request.headers)?.unwrap_or(0);
@@ -121,26 +119,4 @@ async fn answer_len(upstream: &mut TcpStream, buf: &mut BytesMut) -> anyhow::Res
             httparse::Status::Partial => read_more(upstream, buf).await?,
         }
     }
-}
-
-fn content_length(headers: &[httparse::Header<'_>]) -> anyhow::Result<Option<usize>> {
-    let Some(header) = headers.iter().find(|h| h.name.eq_ignore_ascii_case("content-length"))
-    else {
-        return Ok(None);
-    };
-    Ok(Some(std::str::from_utf8(header.value)?.trim().parse()?))
-}
-
-async fn fill(stream: &mut TcpStream, buf: &mut BytesMut, len: usize) -> anyhow::Result<()> {
-    while buf.len() < len {
-        read_more(stream, buf).await?;
-    }
-    Ok(())
-}
-
-async fn read_more(stream: &mut TcpStream, buf: &mut BytesMut) -> anyhow::Result<()> {
-    if stream.read_buf(buf).await? == 0 {
-        anyhow::bail!("connection closed inside a message");
-    }
-    Ok(())
 }

@@ -15,7 +15,8 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use ramen_bench::{MAX_HEADERS, content_length, fill, has_transfer_encoding, read_more};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
@@ -77,30 +78,25 @@ async fn forward(
     out.extend_from_slice(&body);
     stream.write_all(out).await?;
 
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 32];
+    let (head_len, body_len, answer) = loop {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut headers);
         if let httparse::Status::Complete(head_len) = response.parse(buf)? {
+            if has_transfer_encoding(response.headers) {
+                anyhow::bail!("half-floor hands back Content-Length answers only");
+            }
+            let body_len = content_length(response.headers)?.unwrap_or(0);
             let mut answer = Response::builder().status(response.code.unwrap_or(502));
-            let mut body_len = 0;
             for h in response.headers.iter() {
-                if h.name.eq_ignore_ascii_case("content-length") {
-                    body_len = std::str::from_utf8(h.value)?.trim().parse()?;
-                } else {
+                if !h.name.eq_ignore_ascii_case("content-length") {
                     answer = answer.header(h.name, h.value);
                 }
             }
-            while buf.len() < head_len + body_len {
-                if stream.read_buf(buf).await? == 0 {
-                    anyhow::bail!("worker closed");
-                }
-            }
-            buf.advance(head_len);
-            let body = buf.split_to(body_len).freeze();
-            return Ok(answer.body(Full::new(body))?);
+            break (head_len, body_len, answer);
         }
-        if stream.read_buf(buf).await? == 0 {
-            anyhow::bail!("worker closed");
-        }
-    }
+        read_more(stream, buf).await?;
+    };
+    fill(stream, buf, head_len + body_len).await?;
+    buf.advance(head_len);
+    Ok(answer.body(Full::new(buf.split_to(body_len).freeze()))?)
 }
