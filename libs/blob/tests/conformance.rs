@@ -27,16 +27,23 @@ fn s3_settings(moto: &Moto, bucket: &str) -> S3Settings {
         secret_access_key: Secret::new("testing"),
         session_token: None,
     });
-    // Tight bounds so the outage case proves a dead server fails fast instead of hanging.
-    settings.connect_timeout = Duration::from_secs(1);
-    settings.attempt_timeout = Duration::from_secs(5);
-    settings.operation_timeout = Duration::from_secs(10);
-    settings.max_attempts = 2;
+    // moto (not S3) answers 500 to a put that another put of the same key overtakes: the
+    // later put disposes of the earlier one's buffer before its ETag is read ("I/O operation
+    // on closed file" in FakeKey.etag). Half of all runs of the race case meet it on a first
+    // attempt. S3 asks clients to retry a 500 and the adapter does; the SDK's jittered,
+    // growing backoff spreads the retries apart, so enough attempts make a collision on
+    // every one of them vanishingly rare.
+    settings.max_attempts = 6;
+    settings.operation_timeout = Duration::from_secs(60);
     settings
 }
 
 async fn s3_store(moto: &Moto) -> anyhow::Result<S3Store> {
-    let store = S3Store::connect(s3_settings(moto, "ramen-test")).await?;
+    store_on(s3_settings(moto, "ramen-test")).await
+}
+
+async fn store_on(settings: S3Settings) -> anyhow::Result<S3Store> {
+    let store = S3Store::connect(settings).await?;
     store.ensure_bucket().await?;
     Ok(store)
 }
@@ -106,7 +113,13 @@ async fn s3_missing_bucket_is_not_found() -> anyhow::Result<()> {
 #[tokio::test]
 async fn s3_outage_fails_fast_with_retryable_error() -> anyhow::Result<()> {
     let mut moto = Moto::start().await?;
-    let store = s3_store(&moto).await?;
+    let mut settings = s3_settings(&moto, "ramen-test");
+    // Tight bounds, so the case proves a dead server fails fast instead of hanging.
+    settings.connect_timeout = Duration::from_secs(1);
+    settings.attempt_timeout = Duration::from_secs(5);
+    settings.operation_timeout = Duration::from_secs(10);
+    settings.max_attempts = 2;
+    let store = store_on(settings).await?;
     store.put("groups/g/a", "before".into()).await?;
     moto.kill().await;
 
