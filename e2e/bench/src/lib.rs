@@ -25,12 +25,13 @@ pub struct ProxyArgs {
 }
 
 /// The floors' accept loop: binds `--listen`, prints `listening on ADDR` (what the cost gate
-/// and cpu-bench wait for) and serves each client connection with `relay(stream, worker)` in
-/// a task of its own, the worker being the first `--worker`. A connection's error is printed
-/// under `name` and ends only that connection.
+/// and cpu-bench wait for) and, in a task of its own for each client connection, opens one
+/// connection to the worker (the first `--worker`), both without Nagle's delay, and serves
+/// the pair with `relay(client, worker)`. A connection's error is printed under `name` and
+/// ends only that connection.
 pub async fn serve_floor<F, Fut>(name: &'static str, relay: F) -> anyhow::Result<()>
 where
-    F: Fn(TcpStream, Arc<str>) -> Fut,
+    F: Fn(TcpStream, TcpStream) -> Fut + Copy + Send + 'static,
     Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
 {
     let args = <ProxyArgs as clap::Parser>::parse();
@@ -41,9 +42,15 @@ where
         println!("listening on {}", listener.local_addr()?);
     }
     loop {
-        let (stream, _) = listener.accept().await?;
-        let connection = relay(stream, worker.clone());
+        let (client, _) = listener.accept().await?;
+        let worker = worker.clone();
         tokio::spawn(async move {
+            let connection = async move {
+                client.set_nodelay(true)?;
+                let upstream = TcpStream::connect(&*worker).await?;
+                upstream.set_nodelay(true)?;
+                relay(client, upstream).await
+            };
             if let Err(err) = connection.await {
                 #[allow(clippy::print_stderr)]
                 {

@@ -38,10 +38,6 @@ fn s3_settings(moto: &Moto, bucket: &str) -> S3Settings {
     settings
 }
 
-async fn s3_store(moto: &Moto) -> anyhow::Result<S3Store> {
-    store_on(s3_settings(moto, "ramen-test")).await
-}
-
 async fn store_on(settings: S3Settings) -> anyhow::Result<S3Store> {
     let store = S3Store::connect(settings).await?;
     store.ensure_bucket().await?;
@@ -50,7 +46,7 @@ async fn store_on(settings: S3Settings) -> anyhow::Result<S3Store> {
 
 async fn s3_fixture() -> anyhow::Result<Fixture> {
     let moto = Moto::start().await?;
-    let store = Arc::new(s3_store(&moto).await?);
+    let store = Arc::new(store_on(s3_settings(&moto, "ramen-test")).await?);
     Ok(Fixture { store, _moto: Some(moto), _dir: None })
 }
 

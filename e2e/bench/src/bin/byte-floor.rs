@@ -8,8 +8,6 @@
 //! `Content-Length` ones, no smuggling rules): the figure it gives is the least a proxy that
 //! forwards bytes instead of rebuilding requests costs on this machine.
 
-use std::sync::Arc;
-
 use bytes::{Buf, BytesMut};
 use ramen_bench::{MAX_HEADERS, content_length, fill, has_transfer_encoding, read_more};
 // The serving binaries' allocator, as edge-static has it.
@@ -22,11 +20,8 @@ async fn main() -> anyhow::Result<()> {
     ramen_bench::serve_floor("byte-floor", relay).await
 }
 
-/// Serves one client connection, forwarding over one worker connection opened for it.
-async fn relay(mut client: TcpStream, worker: Arc<str>) -> anyhow::Result<()> {
-    client.set_nodelay(true)?;
-    let mut upstream = TcpStream::connect(&*worker).await?;
-    upstream.set_nodelay(true)?;
+/// Serves one client connection, forwarding over the worker connection opened for it.
+async fn relay(mut client: TcpStream, mut upstream: TcpStream) -> anyhow::Result<()> {
     let mut from_client = BytesMut::with_capacity(16 * 1024);
     let mut from_worker = BytesMut::with_capacity(16 * 1024);
     let mut forwarded = Vec::with_capacity(16 * 1024);

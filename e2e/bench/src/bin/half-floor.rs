@@ -33,11 +33,8 @@ async fn main() -> anyhow::Result<()> {
     ramen_bench::serve_floor("half-floor", relay).await
 }
 
-/// Serves one client connection, forwarding over one worker connection opened for it.
-async fn relay(stream: TcpStream, worker: Arc<str>) -> anyhow::Result<()> {
-    stream.set_nodelay(true)?;
-    let upstream = TcpStream::connect(&*worker).await?;
-    upstream.set_nodelay(true)?;
+/// Serves one client connection, forwarding over the worker connection opened for it.
+async fn relay(stream: TcpStream, upstream: TcpStream) -> anyhow::Result<()> {
     let connection = Arc::new(Mutex::new(Worker {
         stream: upstream,
         buf: BytesMut::with_capacity(16 * 1024),

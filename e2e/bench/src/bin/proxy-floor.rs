@@ -23,11 +23,8 @@ async fn main() -> anyhow::Result<()> {
     ramen_bench::serve_floor("proxy-floor", relay).await
 }
 
-/// Serves one client connection, forwarding over one worker connection opened for it.
-async fn relay(stream: TcpStream, worker: Arc<str>) -> anyhow::Result<()> {
-    stream.set_nodelay(true)?;
-    let upstream = TcpStream::connect(&*worker).await?;
-    upstream.set_nodelay(true)?;
+/// Serves one client connection, forwarding over the worker connection opened for it.
+async fn relay(stream: TcpStream, upstream: TcpStream) -> anyhow::Result<()> {
     let (sender, connection) = client::handshake(TokioIo::new(upstream)).await?;
     tokio::spawn(connection);
     let sender = Arc::new(Mutex::new(sender));
