@@ -33,7 +33,7 @@ pub use directory::{
 };
 pub use keys::{FRESH_FOR, KeyBook, KeyVerdict, REFETCH_AFTER};
 pub use proxy::{Edge, EdgeRoute, EdgeSettings, router};
-pub use session::SessionSealer;
+pub use session::{OpenedSession, SessionSealer};
 
 /// Header a client sets to pin a zone.
 pub const ZONE_HEADER: &str = "ramen-zone";

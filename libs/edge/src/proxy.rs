@@ -28,7 +28,7 @@ use crate::directory::{
 };
 use crate::keys::KeyBook;
 use crate::select::{self, Refusal};
-use crate::session::SessionSealer;
+use crate::session::{OpenedSession, SessionSealer};
 use crate::stateless;
 use crate::upstream::{Failure, Upstream};
 
@@ -360,9 +360,12 @@ async fn routed(
         Ok(body) => body,
         Err(refused) => return refuse(refused.status, &refused.message),
     };
-    let sealed = parts.headers.get(&SESSION_NAME).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if let Some(sealed) = sealed {
-        return follow_session(edge, route, client, parts, body, &sealed).await;
+    if let Some(sealed) = parts.headers.get(&SESSION_NAME) {
+        let opened = sealed.to_str().ok().and_then(|sealed| edge.sealer.open(sealed));
+        let Some(session) = opened else {
+            return refuse(StatusCode::NOT_FOUND, "session not found; initialize a new one");
+        };
+        return follow_session(edge, route, client, parts, body, session).await;
     }
     let stateless = stateless::is_stateless(&parts.headers);
     if stateless {
@@ -427,11 +430,8 @@ async fn follow_session(
     client: IpAddr,
     parts: http::request::Parts,
     body: Bytes,
-    sealed: &str,
+    OpenedSession { worker, node_session }: OpenedSession,
 ) -> Response {
-    let Some((worker, node_session)) = edge.sealer.open(sealed) else {
-        return refuse(StatusCode::NOT_FOUND, "session not found; initialize a new one");
-    };
     let zone = route.zones.iter().find(|z| z.hosts(&worker));
     let Some(zone) = zone else {
         return refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one");

@@ -5,10 +5,12 @@
 //! revision is never judged by its headers (the spec's advice for intermediaries).
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderName};
+use memchr::memmem;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -72,10 +74,11 @@ fn decode(raw: &str) -> Option<Cow<'_, str>> {
 /// (`r1.<token>.<node id>`) names it. `None` for first rounds and for states of the
 /// package's own (any node can resume those).
 pub fn waiting_on(body: &[u8]) -> Option<String> {
-    // Cheap test first: nearly every request carries no state at all.
-    if !body.windows(14).any(|w| w == b"\"requestState\"") {
-        return None;
-    }
+    // Cheap test first: nearly every request carries no state at all. A SIMD search, built
+    // once: comparing each window of the body cost ~4k instructions per stateless call.
+    static STATE_KEY: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"requestState\""));
+    STATE_KEY.find(body)?;
     #[derive(Deserialize)]
     struct Params<'a> {
         #[serde(rename = "requestState", borrow, default)]

@@ -165,6 +165,13 @@ async fn pinned_zone_sessions_stick_and_cannot_be_forged() {
 
     client.session = Some("forged-session-id".into());
     assert_eq!(client.add(1, 1).await.status(), 404);
+    // An id that is not even text names no session either: 404, not a placement as if none
+    // had been sent.
+    client.session = None;
+    let not_text = http::HeaderValue::from_bytes(b"s\xff").unwrap();
+    let body = json!({"jsonrpc":"2.0","id":2,"method":"ping"});
+    let response = client.post(body).header("mcp-session-id", not_text).send().await.unwrap();
+    assert_eq!(response.status(), 404);
     let mut unknown_zone = Client::new(&setup.edge_url);
     assert_eq!(unknown_zone.initialize(Some("c")).await.status(), 404);
 }
