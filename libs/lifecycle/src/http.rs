@@ -17,6 +17,8 @@
 //!   §6.3), so no request is read two ways here.
 //! - `TCP_NODELAY` on every connection (Nagle would hold a response's second small write until
 //!   the client's delayed ACK) and the peer address as axum's `ConnectInfo<SocketAddr>`.
+//! - A timer kept armed beside the listener's ([`crate::timer_anchor`]), so that arming a
+//!   request's header timeout does not wake tokio's I/O driver with a system call.
 //! - Graceful stop: on `stop`, no new connection is accepted, in-flight requests finish and
 //!   idle keep-alive connections are closed. A server whose clients keep connections alive
 //!   (the node, behind the edge) waits for [`OpenConnections`] to reach zero before it stops:
@@ -95,6 +97,9 @@ pub async fn serve_http_with(
         max: limits.max_connections,
     };
     let routes = routes.into();
+    // So that arming the header timeout for a kept-alive connection's next request is no
+    // system call (`timer_anchor`).
+    tokio::spawn(crate::timer_anchor::keep_a_timer_armed(stop.clone()));
     let handle = tokio::spawn(accept_loop(listener, routes, stop, limits, open.slots.clone()));
     Ok((bound, handle, open))
 }

@@ -9,6 +9,7 @@ mod poll_again;
 mod routes;
 mod shutdown;
 mod tasks;
+mod timer_anchor;
 
 pub use health::{Health, HealthCheck, Startup, admin_router, no_delay, public_readiness_router};
 pub use http::{
@@ -19,3 +20,4 @@ pub use poll_again::PollAgain;
 pub use routes::{Answer, FastRoute, Routed, Routes};
 pub use shutdown::{Shutdown, listen_for_signals};
 pub use tasks::{TaskCenter, TaskError};
+pub use timer_anchor::keep_a_timer_armed;
