@@ -196,7 +196,7 @@ impl Supervisor {
 
         let (writer, frames) = mpsc::unbounded_channel();
         self.calls.attach(writer);
-        tokio::spawn(write_frames(stdin, frames));
+        tokio::spawn(write_frames(stdin, frames, self.calls.clone()));
         let (ready_tx, ready) = oneshot::channel();
         tokio::spawn(read_frames(stdout, self.calls.clone(), ready_tx));
         self.log_tail.lock().clear();
@@ -245,9 +245,23 @@ enum Ended {
 }
 
 /// Writes queued frames, coalescing whatever is queued into one flush.
-async fn write_frames(stdin: ChildStdin, mut frames: mpsc::UnboundedReceiver<Bytes>) {
+///
+/// With other calls in flight, the writer first lets the node's ready tasks run
+/// (`yield_now`): the request that woke it was usually one of several whose connections were
+/// ready at once, and each would otherwise be written alone. Woken into tokio's LIFO slot, the
+/// writer ran straight after the first request and wrote one frame per `write` even at
+/// concurrency 16 (`strace -c`: 7,110 `write`s for 7,132 calls). A lone call is written at
+/// once: yielding would cost it a poll of the driver and gain nothing.
+async fn write_frames(
+    stdin: ChildStdin,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+    calls: Arc<Calls>,
+) {
     let mut out = BufWriter::with_capacity(64 * 1024, stdin);
     while let Some(frame) = frames.recv().await {
+        if calls.in_flight() > 1 {
+            tokio::task::yield_now().await;
+        }
         if out.write_all(&frame).await.is_err() {
             return;
         }
