@@ -20,4 +20,3 @@ pub use poll_again::PollAgain;
 pub use routes::{Answer, FastRoute, Routed, Routes};
 pub use shutdown::{Shutdown, listen_for_signals};
 pub use tasks::{TaskCenter, TaskError};
-pub use timer_anchor::keep_a_timer_armed;

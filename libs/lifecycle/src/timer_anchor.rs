@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 const PERIOD: Duration = Duration::from_secs(1);
 
 /// Keeps a timer armed on the current runtime until `stop` is cancelled.
-pub async fn keep_a_timer_armed(stop: CancellationToken) {
+pub(crate) async fn keep_a_timer_armed(stop: CancellationToken) {
     let mut tick = tokio::time::interval(PERIOD);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
