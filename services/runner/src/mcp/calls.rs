@@ -24,6 +24,7 @@ use super::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, OVER
 use super::modern::park::Question;
 use super::modern::stateless::{self, Asked, Stateless};
 use super::session::{Session, log_level_rank, sse_event};
+use super::tool_result;
 use crate::call_log::CallNote;
 use crate::node::{Node, Slot};
 use crate::runtime::{CANCELLED, CallEvent, RpcError};
@@ -354,8 +355,7 @@ impl ActiveCall {
         let (body, label) = match outcome {
             Ok(result) => {
                 let raw = result.get();
-                let tool_error = self.method == "tools/call"
-                    && (raw.contains(r#""isError":true"#) || raw.contains(r#""isError": true"#));
+                let tool_error = self.method == "tools/call" && tool_result::is_tool_error(raw);
                 let label = if tool_error { "tool_error" } else { "ok" };
                 if modern {
                     (jsonrpc::result(&self.id, &stateless::shape_result(&self.method, raw)), label)

@@ -7,4 +7,5 @@ pub mod jsonrpc;
 mod methods;
 pub mod modern;
 pub mod session;
+mod tool_result;
 mod utilities;
