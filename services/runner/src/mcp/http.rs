@@ -227,18 +227,85 @@ fn session(node: &Node, headers: &HeaderMap, caller: &CallerId) -> Result<Arc<Se
     })
 }
 
+/// What the client's `Accept` allows, read as RFC 9110 §12.5.1 says: every `Accept` line, each
+/// media range's type compared without regard to case, and for each of the two types the most
+/// specific range that matches it deciding (`text/event-stream;q=0` refuses a stream that
+/// `*/*` would allow). No readable `Accept` at all means JSON only, as before streams existed.
 fn accepts(headers: &HeaderMap) -> Accepts {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    match accept {
-        None => Accepts { json: true, sse: false },
-        Some(accept) => {
-            let any = accept.contains("*/*");
-            Accepts {
-                json: any || accept.contains("application/json"),
-                sse: any || accept.contains("text/event-stream"),
+    // What the official SDKs' clients send, recognised without parsing (~900 instructions).
+    const BOTH: &[u8] = b"application/json, text/event-stream";
+    let mut lines = headers.get_all(header::ACCEPT).iter();
+    if let (Some(line), None) = (lines.next(), lines.next())
+        && line.as_bytes() == BOTH
+    {
+        return Accepts { json: true, sse: true };
+    }
+    let mut json = Preference::default();
+    let mut sse = Preference::default();
+    let mut any_line = false;
+    for line in headers.get_all(header::ACCEPT) {
+        let Ok(line) = line.to_str() else { continue };
+        any_line = true;
+        for range in line.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let Some((kind, subtype)) = media.split_once('/') else { continue };
+            let q = parts.find_map(quality).unwrap_or(true);
+            let wild = |s: &str| s == "*";
+            let specificity = |ty: &str, sub: &str| {
+                if kind.eq_ignore_ascii_case(ty) && subtype.eq_ignore_ascii_case(sub) {
+                    Some(2)
+                } else if kind.eq_ignore_ascii_case(ty) && wild(subtype) {
+                    Some(1)
+                } else if wild(kind) && wild(subtype) {
+                    Some(0)
+                } else {
+                    None
+                }
+            };
+            if let Some(level) = specificity("application", "json") {
+                json.offer(level, q);
+            }
+            if let Some(level) = specificity("text", "event-stream") {
+                sse.offer(level, q);
             }
         }
     }
+    if !any_line {
+        return Accepts { json: true, sse: false };
+    }
+    Accepts { json: json.accepted(), sse: sse.accepted() }
+}
+
+/// The most specific media range seen so far for one type, and whether it allows it.
+#[derive(Default)]
+struct Preference {
+    best: Option<(u8, bool)>,
+}
+
+impl Preference {
+    fn offer(&mut self, specificity: u8, allowed: bool) {
+        match self.best {
+            Some((best, _)) if best > specificity => {}
+            // Of equally specific ranges, any that allows the type allows it.
+            Some((best, was)) if best == specificity => self.best = Some((best, was || allowed)),
+            _ => self.best = Some((specificity, allowed)),
+        }
+    }
+
+    fn accepted(&self) -> bool {
+        self.best.is_some_and(|(_, allowed)| allowed)
+    }
+}
+
+/// A media range's parameter, if it is `q`: whether its weight is above zero. A weight that
+/// does not parse does not refuse the type.
+fn quality(param: &str) -> Option<bool> {
+    let (name, value) = param.split_once('=')?;
+    if !name.trim().eq_ignore_ascii_case("q") {
+        return None;
+    }
+    Some(value.trim().parse::<f32>().map_or(true, |q| q > 0.0))
 }
 
 async fn post_mcp(
@@ -593,4 +660,53 @@ async fn serve_delete(node: Arc<Node>, peer: SocketAddr, headers: HeaderMap) -> 
         node.runtime.cancel(*rid);
     }
     StatusCode::OK.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accepts_of(lines: &[&str]) -> (bool, bool) {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(header::ACCEPT, HeaderValue::from_str(line).unwrap());
+        }
+        let accepts = accepts(&headers);
+        (accepts.json, accepts.sse)
+    }
+
+    #[test]
+    fn reads_the_types_a_client_names() {
+        assert_eq!(accepts_of(&[]), (true, false), "no Accept: JSON only");
+        assert_eq!(accepts_of(&["application/json, text/event-stream"]), (true, true));
+        assert_eq!(accepts_of(&["application/json"]), (true, false));
+        assert_eq!(accepts_of(&["text/event-stream"]), (false, true));
+        assert_eq!(accepts_of(&["*/*"]), (true, true));
+        assert_eq!(accepts_of(&["application/*;q=0.5, text/*"]), (true, true));
+        assert_eq!(accepts_of(&["text/html"]), (false, false));
+    }
+
+    #[test]
+    fn reads_every_accept_line() {
+        assert_eq!(accepts_of(&["application/json", "text/event-stream"]), (true, true));
+    }
+
+    #[test]
+    fn compares_types_without_regard_to_case() {
+        assert_eq!(accepts_of(&["Application/JSON, Text/Event-Stream"]), (true, true));
+    }
+
+    #[test]
+    fn does_not_take_a_longer_type_for_json() {
+        assert_eq!(accepts_of(&["application/json-seq"]), (false, false));
+        assert_eq!(accepts_of(&["application/jsonl, text/event-streams"]), (false, false));
+    }
+
+    #[test]
+    fn a_zero_weight_refuses_a_type() {
+        assert_eq!(accepts_of(&["application/json;q=0, text/event-stream"]), (false, true));
+        assert_eq!(accepts_of(&["*/*, text/event-stream; Q=0"]), (true, false));
+        assert_eq!(accepts_of(&["*/*;q=0"]), (false, false));
+        assert_eq!(accepts_of(&["application/json;q=0.001"]), (true, false));
+    }
 }
