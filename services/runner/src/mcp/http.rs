@@ -277,6 +277,15 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     Accepts { json: json.accepted(), sse: sse.accepted() }
 }
 
+/// Whether `Content-Type` names JSON: its media type, parameters (`charset`) aside, compared
+/// without regard to case (`application/jsonl` is not JSON).
+fn is_json_body(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        let media = v.split(';').next().unwrap_or("").trim();
+        media.eq_ignore_ascii_case("application/json")
+    })
+}
+
 /// The most specific media range seen so far for one type, and whether it allows it.
 #[derive(Default)]
 struct Preference {
@@ -339,11 +348,7 @@ async fn serve_post(
         );
         return refuse_unread(body, limit, refused).await;
     }
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
-    if !is_json {
+    if !is_json_body(&headers) {
         let refused = http_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             INVALID_REQUEST,
@@ -700,6 +705,22 @@ mod tests {
     fn does_not_take_a_longer_type_for_json() {
         assert_eq!(accepts_of(&["application/json-seq"]), (false, false));
         assert_eq!(accepts_of(&["application/jsonl, text/event-streams"]), (false, false));
+    }
+
+    #[test]
+    fn a_body_is_json_by_its_media_type() {
+        let is_json = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(value).unwrap());
+            is_json_body(&headers)
+        };
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(is_json(" application/json ;charset=UTF-8"));
+        assert!(!is_json("application/jsonl"));
+        assert!(!is_json("application/json-patch+json"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json_body(&HeaderMap::new()), "no Content-Type");
     }
 
     #[test]
