@@ -655,11 +655,20 @@ fn hop_by_hop(name: &str) -> bool {
     )
 }
 
-/// The client's headers the node is given: not the hop-by-hop ones, nor those the edge sets
-/// (`host`, `content-length`, the session, `x-forwarded-for`) or reads itself (the zone pin).
+/// The client's headers the node is given: not the hop-by-hop ones, nor those its
+/// `Connection` header names as options of this connection (RFC 9110 §7.6.1), nor those the
+/// edge sets (`host`, `content-length`, the session, `x-forwarded-for`) or reads itself (the
+/// zone pin).
 fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
+    // Options are gathered as the headers go by (a lookup of `Connection` first would cost
+    // every request a hash); what they name is taken out after, which is rare.
+    let mut options = Vec::new();
     for (name, value) in from {
         let text = name.as_str();
+        if *name == header::CONNECTION {
+            connection_options(value, &mut options);
+            continue;
+        }
         let skip = hop_by_hop(text)
             || matches!(
                 text,
@@ -669,14 +678,42 @@ fn copy_headers(from: &HeaderMap, to: &mut HeaderMap) {
             to.append(name.clone(), value.clone());
         }
     }
+    for option in options {
+        to.remove(option);
+    }
 }
 
+/// Adds to `options` the header names a `Connection` value lists besides `close` and
+/// `keep-alive`, which is what clients send: usually nothing, so nothing is allocated.
+fn connection_options<'h>(value: &'h HeaderValue, options: &mut Vec<&'h str>) {
+    let Ok(value) = value.to_str() else { return };
+    for option in value.split(',').map(str::trim) {
+        let ordinary = option.is_empty()
+            || option.eq_ignore_ascii_case("close")
+            || option.eq_ignore_ascii_case("keep-alive");
+        if !ordinary {
+            options.push(option);
+        }
+    }
+}
+
+/// Removes from a node's answer the hop-by-hop headers and those its `Connection` names.
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
     // A node's answer rarely carries any of them: look at the few names there are, and remove
     // only those found (each removal hashes its name).
-    let found: Vec<HeaderName> =
-        headers.keys().filter(|name| hop_by_hop(name.as_str())).cloned().collect();
-    for name in found {
+    let mut found: Vec<HeaderName> = Vec::new();
+    let mut options = Vec::new();
+    for (name, value) in headers.iter() {
+        if *name == header::CONNECTION {
+            connection_options(value, &mut options);
+        }
+        if hop_by_hop(name.as_str()) && !found.contains(name) {
+            found.push(name.clone());
+        }
+    }
+    let options: Vec<HeaderName> =
+        options.into_iter().filter_map(|o| HeaderName::from_bytes(o.as_bytes()).ok()).collect();
+    for name in found.into_iter().chain(options) {
         headers.remove(name);
     }
 }
@@ -732,6 +769,23 @@ mod tests {
         assert_eq!(to.len(), 3, "{to:?}");
         assert_eq!(to["authorization"], "Bearer k");
         assert_eq!(to.get_all("accept").iter().count(), 2, "repeated headers stay repeated");
+    }
+
+    #[test]
+    fn headers_the_connection_header_names_are_not_passed_on() {
+        let mut from = HeaderMap::new();
+        from.append("connection", "keep-alive, X-Hop-Only".parse().unwrap());
+        from.append("connection", "close,x-other-hop".parse().unwrap());
+        from.insert("x-hop-only", "1".parse().unwrap());
+        from.insert("x-other-hop", "2".parse().unwrap());
+        from.insert("x-end-to-end", "3".parse().unwrap());
+        let mut to = HeaderMap::new();
+        super::copy_headers(&from, &mut to);
+        assert_eq!(to.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["x-end-to-end"]);
+
+        let mut answer = from.clone();
+        super::strip_hop_by_hop(&mut answer);
+        assert_eq!(answer.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["x-end-to-end"]);
     }
 
     #[test]
