@@ -208,32 +208,8 @@ mod properties {
     use super::*;
 
     fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
-            any::<String>().prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 32, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-                proptest::collection::btree_map(
-                    prop_oneof![
-                        Just("jsonrpc".to_owned()),
-                        Just("id".to_owned()),
-                        Just("method".to_owned()),
-                        Just("params".to_owned()),
-                        Just("result".to_owned()),
-                        Just("error".to_owned()),
-                        any::<String>()
-                    ],
-                    inner,
-                    0..6
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        const KEYS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
+        crate::mcp::json_values::json_value(KEYS, &[])
     }
 
     fn check(body: &[u8]) -> Result<(), TestCaseError> {

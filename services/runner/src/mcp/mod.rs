@@ -3,6 +3,8 @@
 pub mod calls;
 pub mod changes;
 pub mod http;
+#[cfg(test)]
+mod json_values;
 pub mod jsonrpc;
 mod methods;
 pub mod modern;

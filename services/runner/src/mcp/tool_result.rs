@@ -92,28 +92,7 @@ mod properties {
     use super::*;
 
     fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            prop_oneof![
-                Just("isError".to_owned()),
-                Just("\"isError\":true".to_owned()),
-                any::<String>()
-            ]
-            .prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 32, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-                proptest::collection::btree_map(
-                    prop_oneof![Just("isError".to_owned()), any::<String>()],
-                    inner,
-                    0..6
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::mcp::json_values::json_value(&["isError"], &["isError", "\"isError\":true"])
     }
 
     fn result() -> impl Strategy<Value = Map<String, Value>> {
