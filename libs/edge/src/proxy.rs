@@ -701,19 +701,17 @@ fn connection_options<'h>(value: &'h HeaderValue, options: &mut Vec<&'h str>) {
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
     // A node's answer rarely carries any of them: look at the few names there are, and remove
     // only those found (each removal hashes its name).
-    let mut found: Vec<HeaderName> = Vec::new();
-    let mut options = Vec::new();
-    for (name, value) in headers.iter() {
-        if *name == header::CONNECTION {
+    let mut found: Vec<HeaderName> =
+        headers.keys().filter(|name| hop_by_hop(name.as_str())).cloned().collect();
+    if found.contains(&header::CONNECTION) {
+        let mut options = Vec::new();
+        for value in headers.get_all(header::CONNECTION) {
             connection_options(value, &mut options);
         }
-        if hop_by_hop(name.as_str()) && !found.contains(name) {
-            found.push(name.clone());
-        }
+        let named = options.into_iter().filter_map(|o| HeaderName::from_bytes(o.as_bytes()).ok());
+        found.extend(named);
     }
-    let options: Vec<HeaderName> =
-        options.into_iter().filter_map(|o| HeaderName::from_bytes(o.as_bytes()).ok()).collect();
-    for name in found.into_iter().chain(options) {
+    for name in found {
         headers.remove(name);
     }
 }

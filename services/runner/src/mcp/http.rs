@@ -234,8 +234,9 @@ fn session(node: &Node, headers: &HeaderMap, caller: &CallerId) -> Result<Arc<Se
 fn accepts(headers: &HeaderMap) -> Accepts {
     // What the official SDKs' clients send, recognised without parsing (~900 instructions).
     const BOTH: &[u8] = b"application/json, text/event-stream";
-    let mut lines = headers.get_all(header::ACCEPT).iter();
-    if let (Some(line), None) = (lines.next(), lines.next())
+    let lines = headers.get_all(header::ACCEPT);
+    let mut first_two = lines.iter();
+    if let (Some(line), None) = (first_two.next(), first_two.next())
         && line.as_bytes() == BOTH
     {
         return Accepts { json: true, sse: true };
@@ -243,7 +244,7 @@ fn accepts(headers: &HeaderMap) -> Accepts {
     let mut json = Preference::default();
     let mut sse = Preference::default();
     let mut any_line = false;
-    for line in headers.get_all(header::ACCEPT) {
+    for line in &lines {
         let Ok(line) = line.to_str() else { continue };
         any_line = true;
         for range in line.split(',') {
