@@ -282,13 +282,19 @@ def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
 # `--nats-url`: the node records its calls and publishes them there (a bus with the calls
 # stream, e.g. `calls-sink`'s): what recording costs per call, read against the baselines.
 NATS_URL = ""
+# `--edge-local`: the edge reaches the node over the node's abstract Unix socket, as a local
+# zone's edge does (the gate's baselines are over TCP, as a cloud zone's).
+EDGE_LOCAL = False
+
 # `--node-threads`: the node config's `threads` (its own default, one, when 0): with `--cpu`,
 # what a second serving thread costs per request.
 NODE_THREADS = 0
 
 
-def start_node(runner: Path, work: Path, prefix: list[str]) -> tuple[subprocess.Popen, int, Path]:
-    """A node serving examples/hello-repo, run under `prefix`: (process, MCP port, dump dir)."""
+def start_node(runner: Path, work: Path, prefix: list[str],
+               local: bool = False) -> tuple[subprocess.Popen, int, Path]:
+    """A node serving examples/hello-repo, run under `prefix`: (process, MCP port, dump dir).
+    `local`: it serves MCP on an abstract Unix socket too (`node_local` names it)."""
     work.mkdir(parents=True, exist_ok=True)
     blobs = work / "blobs"
     packed = subprocess.run([sys.executable, str(HERE / "pack.py"), str(ROOT / "examples/hello-repo"),
@@ -302,6 +308,7 @@ node_id = "cost"
 group = "bench"
 zone = "local"
 listen = "127.0.0.1:0"
+{"listen_local = true" if local else ""}
 admin = "127.0.0.1:0"
 grpc = "127.0.0.1:0"
 ports_file = "{ports_file}"
@@ -355,6 +362,11 @@ enabled = false
     return node, port, dumps
 
 
+def node_local(work: Path) -> str:
+    """`@name` of the abstract socket of the node started in `work` with `local`."""
+    return json.loads((work / "ports.json").read_text())["mcp_local"]
+
+
 def stop(proc: subprocess.Popen) -> None:
     os.killpg(proc.pid, signal.SIGTERM)
     try:
@@ -372,10 +384,13 @@ def measure(runner: Path, meter: Meter, work: Path) -> dict[str, float]:
         stop(node)
 
 
-def start_edge(edge: Path, node_port: int, work: Path, prefix: list[str]) -> tuple[subprocess.Popen, int]:
-    """`edge-static` in front of the node at `node_port`, run under `prefix`: (process, port)."""
+def start_edge(edge: Path, node_port: int, work: Path, prefix: list[str],
+               local: str | None = None) -> tuple[subprocess.Popen, int]:
+    """`edge-static` in front of the node at `node_port` (reached at its abstract socket
+    `local` when given), run under `prefix`: (process, port)."""
+    reach = ["--local", local] if local else []
     proc = subprocess.Popen(
-        [*prefix, str(edge), "--listen", "127.0.0.1:0", "--worker", f"127.0.0.1:{node_port}"],
+        [*prefix, str(edge), "--listen", "127.0.0.1:0", "--worker", f"127.0.0.1:{node_port}", *reach],
         stdout=subprocess.PIPE, stderr=open(work / "edge.log", "wb"),  # noqa: SIM115
         env={**os.environ, "RUST_LOG": "warn"}, start_new_session=True)
     line = proc.stdout.readline().decode()  # "listening on 127.0.0.1:PORT"
@@ -387,10 +402,11 @@ def start_edge(edge: Path, node_port: int, work: Path, prefix: list[str]) -> tup
 
 def measure_edge(runner: Path, edge: Path, meter: Meter, work: Path) -> dict[str, float]:
     """The edge's instructions per proxied request: `edge-static` under callgrind, the node not."""
-    node, node_port, _ = start_node(runner, work / "node-behind-edge", [])
+    node, node_port, _ = start_node(runner, work / "node-behind-edge", [], local=EDGE_LOCAL)
     dumps = work / "edge-dumps"
     try:
-        proc, port = start_edge(edge, node_port, work, meter.prefix(dumps))
+        local = node_local(work / "node-behind-edge") if EDGE_LOCAL else None
+        proc, port = start_edge(edge, node_port, work, meter.prefix(dumps), local=local)
     except BaseException:
         stop(node)
         raise
@@ -426,12 +442,17 @@ def main() -> int:
                         help="nodes record their calls and publish them to this bus (compare, never --update)")
     parser.add_argument("--node-threads", type=int, default=0,
                         help="the nodes' `threads` (compare, never --update; default: the node's own, one)")
+    parser.add_argument("--edge-local", action="store_true",
+                        help="the edge reaches the node over its abstract Unix socket (compare, never --update)")
     args = parser.parse_args()
+    if args.edge_local and args.update:
+        parser.error("--edge-local compares against the baselines (taken over TCP); it never updates them")
     if args.nats_url and args.update:
         parser.error("--nats-url measures recording against the baselines; it never updates them")
     if args.node_threads and args.update:
         parser.error("--node-threads compares against the baselines; it never updates them")
-    global NATS_URL, NODE_THREADS
+    global NATS_URL, NODE_THREADS, EDGE_LOCAL
+    EDGE_LOCAL = args.edge_local
     NATS_URL = args.nats_url
     NODE_THREADS = args.node_threads
     if args.only != "runtime" and args.runner is None:

@@ -15,12 +15,17 @@ any edge on hyper and tokio could cost on this machine, measured beside the edge
 be given more than once (`--floor <byte-floor>`: no hyper at all, docs/benchmarks.md "Thirteenth
 round"); each gets a column named after its binary.
 
+`--local` adds a second `edge-static` that reaches the node over the node's abstract Unix socket,
+as a local zone's edge does (docs/benchmarks.md, "Seventeenth round"), and two columns: that
+edge's CPU per call, and the node's in the same run (the node fed over the socket, against its
+column fed over TCP by `mcp-load` directly).
+
 `--edge-threads N` runs the edge and the floor on N tokio worker threads (`TOKIO_WORKER_THREADS`)
 instead of one per CPU (docs/benchmarks.md, "Ninth round": one thread sleeps and wakes less
 often per request than two).
 
     cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
-                 [--floor <proxy-floor> ...] [--edge-threads N] [--seconds 5] [--rounds 2]
+                 [--floor <proxy-floor> ...] [--local] [--edge-threads N] [--seconds 5] [--rounds 2]
                  [--concurrency 1,4,16]
 """
 
@@ -36,18 +41,23 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cost_gate import KEY, cpu_seconds, start_edge, start_node, stop  # noqa: E402
+from cost_gate import KEY, cpu_seconds, node_local, start_edge, start_node, stop  # noqa: E402
 
 
 def per_call(pid: int, load: list[str]) -> float:
     """µs of process `pid`'s CPU per call of one `mcp-load` run."""
-    before = cpu_seconds(pid)
+    return per_call_of([pid], load)[0]
+
+
+def per_call_of(pids: list[int], load: list[str]) -> list[float]:
+    """µs of each process's CPU per call of one `mcp-load` run."""
+    before = [cpu_seconds(pid) for pid in pids]
     out = subprocess.run(load, check=True, capture_output=True, text=True).stdout
-    used = cpu_seconds(pid) - before
+    used = [cpu_seconds(pid) - b for pid, b in zip(pids, before)]
     calls = json.loads(out.strip().splitlines()[-1])["calls"]
     if not calls:
         raise RuntimeError(f"no call answered: {out[-500:]}")
-    return round(used / calls * 1e6, 1)
+    return [round(u / calls * 1e6, 1) for u in used]
 
 
 def main() -> int:
@@ -60,6 +70,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", default="1,4,16")
+    parser.add_argument("--local", action="store_true",
+                        help="also an edge reaching the node over its abstract Unix socket")
     parser.add_argument("--edge-threads", type=int, help="tokio worker threads of the edge and the floor")
     args = parser.parse_args()
     threads = ["env", f"TOKIO_WORKER_THREADS={args.edge_threads}"] if args.edge_threads else []
@@ -67,17 +79,24 @@ def main() -> int:
     pin = ["taskset", "-c", "1"] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else []
     with tempfile.TemporaryDirectory(prefix="cpu-bench-") as tmp:
         work = Path(tmp)
-        node, node_port, _ = start_node(args.runner, work / "node", [])
+        node, node_port, _ = start_node(args.runner, work / "node", [], local=args.local)
         try:
             edge, edge_port = start_edge(args.edge, node_port, work, threads)
             floors: list[tuple[subprocess.Popen, int]] = []
+            local_edge = None
             try:
                 for n, binary in enumerate(args.floor):
                     (work / f"floor-{n}").mkdir()
                     floors.append(start_edge(binary, node_port, work / f"floor-{n}", threads))
+                if args.local:
+                    (work / "local").mkdir()
+                    local_edge = start_edge(args.edge, node_port, work / "local", threads,
+                                            local=node_local(work / "node"))
                 print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |"
-                      + "".join(f" {binary.name} µs/call (in front) |" for binary in args.floor))
-                print("|---|---|---|---|---|" + "---|" * len(args.floor))
+                      + "".join(f" {binary.name} µs/call (in front) |" for binary in args.floor)
+                      + (" edge µs/call (over the node's socket) | node µs/call (fed over its socket) |"
+                         if local_edge else ""))
+                print("|---|---|---|---|---|" + "---|" * (len(args.floor) + (2 if local_edge else 0)))
                 for round_ in range(1, args.rounds + 1):
                     for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
                         for c in levels:
@@ -91,9 +110,15 @@ def main() -> int:
                             for floor, floor_port in floors:
                                 url = f"http://127.0.0.1:{floor_port}/mcp/bench/prod"
                                 row += f" {per_call(floor.pid, load(url))} |"
+                            if local_edge:
+                                url = f"http://127.0.0.1:{local_edge[1]}/mcp/bench/prod"
+                                local_us, fed_us = per_call_of([local_edge[0].pid, node.pid], load(url))
+                                row += f" {local_us} | {fed_us} |"
                             print(row, flush=True)
             finally:
                 stop(edge)
+                if local_edge:
+                    stop(local_edge[0])
                 for floor, _ in floors:
                     stop(floor)
         finally:

@@ -22,6 +22,10 @@ pub struct ProxyArgs {
     /// `host:port` of a worker's MCP endpoint; repeat for several.
     #[arg(long = "worker", required = true)]
     pub workers: Vec<String>,
+    /// `@name` of the first worker's abstract Unix socket (its `mcp_local`), for an edge that
+    /// reaches it there as the local zone's edge does; the floors ignore it.
+    #[arg(long)]
+    pub local: Option<String>,
 }
 
 /// The floors' accept loop: binds `--listen`, prints `listening on ADDR` (what the cost gate

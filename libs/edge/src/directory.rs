@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use ramen_access::Caller;
 use ramen_clients::{DeployerClient, ZoneClient};
 use ramen_proto::deployer::v1::GetEnvironmentRequest;
-use ramen_proto::zone::v1::{ListEndpointsRequest, ZoneEndpoints};
+use ramen_proto::zone::v1::{Endpoint, ListEndpointsRequest, ZoneEndpoints};
 
 use crate::access::EdgeAuth;
 
@@ -31,10 +31,9 @@ pub struct ZoneRoute {
     pub unparsable_ip_rules: Vec<String>,
     /// Where new sessions and stateless calls go.
     pub workers: Vec<WorkerRoute>,
-    /// `host:port` of the zone's other live workers, which take nothing new but still answer
-    /// the sessions they hold: draining ones, and a canary that stood in for a restarting
-    /// stable track.
-    pub hosting_only: Vec<String>,
+    /// The zone's other live workers, which take nothing new but still answer the sessions
+    /// they hold: draining ones, and a canary that stood in for a restarting stable track.
+    pub hosting_only: Vec<WorkerRoute>,
 }
 
 /// Whether a zone takes a client's requests.
@@ -59,10 +58,9 @@ impl ZoneRoute {
         }
     }
 
-    /// Whether a session held by the worker at `address` is this zone's.
-    pub fn hosts(&self, address: &str) -> bool {
-        self.workers.iter().any(|w| w.address == address)
-            || self.hosting_only.iter().any(|a| a == address)
+    /// The worker at `address`, when it is this zone's: whether a session it holds is.
+    pub fn hosting(&self, address: &str) -> Option<&WorkerRoute> {
+        self.workers.iter().chain(&self.hosting_only).find(|w| w.address == address)
     }
 }
 
@@ -88,11 +86,8 @@ pub fn zone_routes(zones: Vec<ZoneEndpoints>) -> Vec<ZoneRoute> {
                 zone: z.zone,
                 ip_allow,
                 unparsable_ip_rules,
-                workers: serving
-                    .into_iter()
-                    .map(|e| WorkerRoute { id: e.worker_id, address: e.address, weight: e.weight })
-                    .collect(),
-                hosting_only: others.into_iter().map(|e| e.address).collect(),
+                workers: serving.into_iter().map(WorkerRoute::from).collect(),
+                hosting_only: others.into_iter().map(WorkerRoute::from).collect(),
             }
         })
         .collect()
@@ -101,9 +96,21 @@ pub fn zone_routes(zones: Vec<ZoneEndpoints>) -> Vec<ZoneRoute> {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkerRoute {
     pub id: String,
-    /// `host:port` of the worker's MCP endpoint.
+    /// `host:port` of the worker's MCP endpoint: who the worker is (sealed into its
+    /// sessions) and how to reach it from anywhere.
     pub address: String,
+    /// `@name` of the worker's abstract Unix socket, when it is on the edge's host (a local
+    /// zone's): how to reach it for less. The edge connects there first and over TCP when
+    /// that fails (the edge runs elsewhere, or the node has restarted since).
+    pub local: Option<String>,
     pub weight: u32,
+}
+
+impl From<Endpoint> for WorkerRoute {
+    fn from(e: Endpoint) -> Self {
+        let local = (!e.local_address.is_empty()).then_some(e.local_address);
+        Self { id: e.worker_id, address: e.address, local, weight: e.weight }
+    }
 }
 
 /// An environment's blocked list: package names (`weather`) and tool names
@@ -377,7 +384,6 @@ mod tests {
 
     #[test]
     fn routes_place_on_serving_workers_and_follow_the_others_sessions() {
-        use ramen_proto::zone::v1::Endpoint;
         let endpoint = |id: &str, serving: bool| Endpoint {
             worker_id: id.into(),
             address: format!("{id}:1"),
@@ -396,8 +402,14 @@ mod tests {
             zone.workers.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(),
             ["worker-canary-0"]
         );
-        assert_eq!(zone.hosting_only, ["worker-0:1"]);
-        assert!(zone.hosts("worker-0:1") && zone.hosts("worker-canary-0:1") && !zone.hosts("x:1"));
+        let hosting = |address| zone.hosting(address).map(|w| w.id.as_str());
+        assert_eq!(
+            zone.hosting_only.iter().map(|w| w.address.as_str()).collect::<Vec<_>>(),
+            ["worker-0:1"]
+        );
+        assert_eq!(hosting("worker-0:1"), Some("worker-0"));
+        assert_eq!(hosting("worker-canary-0:1"), Some("worker-canary-0"));
+        assert_eq!(hosting("x:1"), None);
         assert_eq!(zone.ip_allow, ["10.0.0.0/8".parse::<IpNet>().unwrap()]);
     }
 

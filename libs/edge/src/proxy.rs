@@ -24,7 +24,7 @@ use prometheus_client::metrics::family::Family;
 use crate::ZONE_HEADER;
 use crate::access::{Gate, Refused};
 use crate::directory::{
-    Admission, Blocked, Directory, DirectoryError, Environment, Route, ZoneRoute,
+    Admission, Blocked, Directory, DirectoryError, Environment, Route, WorkerRoute, ZoneRoute,
 };
 use crate::keys::KeyBook;
 use crate::select::{self, Refusal};
@@ -407,7 +407,7 @@ async fn resume_on(
     if let Some(refused) = admission_refused(zone, client) {
         return refused;
     }
-    match forward(edge, &worker.address, None, client, &parts, body.clone()).await {
+    match forward(edge, worker, None, client, &parts, body.clone()).await {
         Ok(response) => response,
         Err(_) => gone(&body),
     }
@@ -432,14 +432,14 @@ async fn follow_session(
     body: Bytes,
     OpenedSession { worker, node_session }: OpenedSession,
 ) -> Response {
-    let zone = route.zones.iter().find(|z| z.hosts(&worker));
-    let Some(zone) = zone else {
+    let hosting = route.zones.iter().find_map(|z| z.hosting(&worker).map(|w| (z, w)));
+    let Some((zone, worker)) = hosting else {
         return refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one");
     };
     if let Some(refused) = admission_refused(zone, client) {
         return refused;
     }
-    match forward(edge, &worker, Some(&node_session), client, &parts, body).await {
+    match forward(edge, worker, Some(&node_session), client, &parts, body).await {
         Ok(response) => response,
         Err(_) => {
             refuse(StatusCode::NOT_FOUND, "the session's worker is gone; initialize a new one")
@@ -518,7 +518,7 @@ async fn place_on(
     let mut refused = None;
     for zone in zones {
         for worker in select::workers(zone) {
-            match forward(edge, &worker.address, None, client, parts, body.clone()).await {
+            match forward(edge, worker, None, client, parts, body.clone()).await {
                 Ok(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => {
                     tracing::debug!(worker = %worker.id, zone = %zone.zone, "worker refused the request (503); trying the next");
                     refused = Some(response);
@@ -564,12 +564,13 @@ fn unavailable(message: &str) -> Response {
 /// one closed before the request was written), so the caller may safely try another worker.
 async fn forward(
     edge: &Edge,
-    worker: &str,
+    route: &WorkerRoute,
     node_session: Option<&str>,
     client: IpAddr,
     parts: &http::request::Parts,
     body: Bytes,
 ) -> Result<Response, Failure> {
+    let worker = route.address.as_str();
     let mut builder = Request::builder()
         .method(parts.method.clone())
         .uri(Uri::from(edge.settings.node_path.clone()));
@@ -596,7 +597,7 @@ async fn forward(
         headers.insert(TRACEPARENT, value);
     }
     let request = builder.body(Full::new(body)).expect("valid request parts");
-    let upstream = match edge.upstream.send(worker, request).await {
+    let upstream = match edge.upstream.send(worker, route.local.as_deref(), request).await {
         Ok(upstream) => upstream,
         Err(err @ Failure::Undelivered(_)) => return Err(err),
         Err(err @ Failure::Broken(_)) => {

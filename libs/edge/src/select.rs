@@ -107,6 +107,7 @@ mod tests {
                 .map(|(i, w)| WorkerRoute {
                     id: format!("{name}-{i}"),
                     address: format!("{name}:{i}"),
+                    local: None,
                     weight: *w,
                 })
                 .collect(),

@@ -7,6 +7,11 @@
 //! instructions of the edge's ~71k per proxied call. This one keys by the worker's address
 //! as the directory writes it and puts a connection back when its answer's body ends.
 //!
+//! A worker on the edge's own host (a local zone's) may also listen on an abstract Unix
+//! socket ([`WorkerRoute::local`](crate::WorkerRoute)): a request there costs the kernel
+//! about half what one over loopback TCP does, on both sides (docs/benchmarks.md,
+//! "Seventeenth round"). New connections to it go there first, and over TCP when that fails.
+//!
 //! What it must keep from that client: a request sent on a kept connection that the worker
 //! closed at that moment is given back by hyper unsent ([`SendRequest::try_send_request`]),
 //! and goes on another connection; one that was (even partly) written is not sent again,
@@ -25,7 +30,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::task::JoinHandle;
 
 /// How long a connection to a worker is kept idle for reuse: none idle longer is used, and
@@ -55,6 +60,41 @@ impl fmt::Display for Failure {
             Self::Broken(err) => write!(f, "connection failed mid-request: {err}"),
         }
     }
+}
+
+/// Connects to the abstract Unix socket `local` (`@name`), when a process of the edge's own
+/// user listens there: a name another user bound (before the node, or after it stopped) is
+/// never sent a request, with the MCP key it carries.
+async fn connect_local(local: &str) -> std::io::Result<UnixStream> {
+    let Some(name) = local.strip_prefix('@') else {
+        let message = format!("{local:?} is not an abstract socket name (@name)");
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+    };
+    // tokio reads a leading NUL as the abstract namespace. A connect to a Unix socket
+    // completes or fails at once (EAGAIN when its backlog is full): no timeout needed.
+    let stream = UnixStream::connect(format!("\0{name}")).await?;
+    let (own, peer) = (nix::unistd::geteuid().as_raw(), stream.peer_cred()?.uid());
+    if peer != own {
+        let message = format!("{local} is served by uid {peer}, not this process's uid {own}");
+        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, message));
+    }
+    Ok(stream)
+}
+
+/// Starts HTTP/1.1 on a new connection to `worker`, its connection driven by a task of its own.
+async fn handshake<S>(worker: &str, stream: S) -> Result<Sender, Failure>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|err| Failure::Undelivered(format!("handshake with {worker}: {err}")))?;
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            tracing::debug!(%err, "worker connection ended");
+        }
+    });
+    Ok(sender)
 }
 
 pub(crate) struct Upstream {
@@ -93,11 +133,13 @@ impl Upstream {
         Arc::new(Self { connect_timeout, idle_for, state: Mutex::default() })
     }
 
-    /// Sends `request` (origin-form URI, `Host` set) to `worker` (`host:port`) on a kept
-    /// connection, or a new one when none is idle.
+    /// Sends `request` (origin-form URI, `Host` set) to `worker` (`host:port`; `local`, its
+    /// abstract socket on this host, if any) on a kept connection, or a new one when none is
+    /// idle.
     pub(crate) async fn send(
         self: &Arc<Self>,
         worker: &str,
+        local: Option<&str>,
         mut request: Request<Full<Bytes>>,
     ) -> Result<Response<PooledBody>, Failure> {
         while let Some(mut sender) = self.checkout(worker) {
@@ -113,7 +155,7 @@ impl Upstream {
                 },
             }
         }
-        let mut sender = self.connect(worker).await?;
+        let mut sender = self.connect(worker, local).await?;
         match sender.try_send_request(request).await {
             Ok(response) => Ok(self.answer(worker, sender, response)),
             Err(mut err) => match err.take_message() {
@@ -136,7 +178,17 @@ impl Upstream {
         None
     }
 
-    async fn connect(&self, worker: &str) -> Result<Sender, Failure> {
+    async fn connect(&self, worker: &str, local: Option<&str>) -> Result<Sender, Failure> {
+        if let Some(local) = local {
+            match connect_local(local).await {
+                Ok(stream) => return handshake(worker, stream).await,
+                // The edge runs on another host (or in another network namespace), or the
+                // node restarted with another name: TCP still reaches it.
+                Err(err) => {
+                    tracing::debug!(%worker, %local, %err, "local socket unusable; over TCP")
+                }
+            }
+        }
         let stream =
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(worker)).await {
                 Ok(Ok(stream)) => stream,
@@ -152,15 +204,7 @@ impl Upstream {
             };
         // Requests are small and answered at once: Nagle would hold the next one back.
         let _ = stream.set_nodelay(true);
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|err| Failure::Undelivered(format!("handshake with {worker}: {err}")))?;
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!(%err, "worker connection ended");
-            }
-        });
-        Ok(sender)
+        handshake(worker, stream).await
     }
 
     /// The worker's answer; its connection goes back to the pool when the body ends.
@@ -400,7 +444,7 @@ mod tests {
 
     /// Sends `body` and reads the answer to its end (which puts the connection back).
     async fn call(upstream: &Arc<Upstream>, worker: &str, body: &str) -> Result<String, Failure> {
-        let answer = upstream.send(worker, request(worker, body)).await?;
+        let answer = upstream.send(worker, None, request(worker, body)).await?;
         assert_eq!(answer.status(), 200);
         let bytes = answer.into_body().collect().await.expect("the whole answer").to_bytes();
         Ok(String::from_utf8(bytes.to_vec()).unwrap())
@@ -485,7 +529,8 @@ mod tests {
     async fn an_answer_not_read_to_its_end_takes_its_connection_along() {
         let worker = play(Worker::Keeps).await;
         let upstream = Upstream::new(Duration::from_secs(2));
-        let answer = upstream.send(&worker.address, request(&worker.address, "0")).await.unwrap();
+        let answer =
+            upstream.send(&worker.address, None, request(&worker.address, "0")).await.unwrap();
         drop(answer);
         assert_eq!(upstream.idle_count(), 0);
         call(&upstream, &worker.address, "1").await.unwrap();

@@ -50,6 +50,7 @@ fn zone_route(zone: &str, worker: &Worker, weight: u32, rules: &[&str]) -> ZoneR
         workers: vec![WorkerRoute {
             id: format!("{zone}-1"),
             address: worker.mcp_addr.to_string(),
+            local: worker.mcp_local.clone(),
             weight,
         }],
     }
@@ -197,6 +198,40 @@ async fn unpinned_requests_fail_over_when_a_zone_is_down() {
     );
 }
 
+/// A worker on the edge's host is reached over its abstract socket, where the edge connects
+/// first: here its TCP address refuses every connection, and its calls still go through. A
+/// socket name no one serves (the node restarted under another) is passed over for TCP.
+#[tokio::test]
+async fn a_worker_on_this_host_is_reached_over_its_socket_and_over_tcp_when_that_is_gone() {
+    let setup = setup(&[]).await;
+    let a = setup.a.as_ref().unwrap();
+    assert!(a.mcp_local.as_deref().is_some_and(|l| l.starts_with("@ramen/node/")));
+    // A port bound and never listened on: every connection to it is refused.
+    let closed = tokio::net::TcpSocket::new_v4().unwrap();
+    closed.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let refusing = closed.local_addr().unwrap().to_string();
+    assert!(tokio::net::TcpStream::connect(&refusing).await.is_err());
+    let route = |address: String, local: Option<String>| Route {
+        zones: vec![ZoneRoute {
+            workers: vec![WorkerRoute { id: "a-1".into(), address, local, weight: 1 }],
+            ..zone_route("a", a, 100, &[])
+        }],
+    };
+
+    setup.directory.set("g", "prod", route(refusing, a.mcp_local.clone()));
+    let mut client = Client::new(&setup.edge_url);
+    assert_eq!(client.initialize(None).await.status(), 200);
+    let answer: Value = client.add(40, 2).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 42, "{answer}");
+
+    let gone = Some("@ramen/node/gone".to_owned());
+    setup.directory.set("g", "prod", route(a.mcp_addr.to_string(), gone));
+    let mut client = Client::new(&setup.edge_url);
+    assert_eq!(client.initialize(None).await.status(), 200);
+    let answer: Value = client.add(40, 2).await.json().await.unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["result"], 42, "{answer}");
+}
+
 #[tokio::test]
 async fn a_draining_worker_hands_new_sessions_to_the_next() {
     let setup = setup(&[]).await;
@@ -286,7 +321,7 @@ async fn a_worker_that_stops_taking_sessions_still_answers_the_ones_it_holds() {
     // that stable is back; or a draining node): b takes the zone's new ones.
     let moved = ZoneRoute {
         workers: zone_route("a", b, 100, &[]).workers,
-        hosting_only: vec![a.mcp_addr.to_string()],
+        hosting_only: zone_route("a", a, 100, &[]).workers,
         ..zone_route("a", a, 100, &[])
     };
     setup.directory.set("g", "prod", Route { zones: vec![moved] });

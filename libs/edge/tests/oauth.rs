@@ -88,6 +88,7 @@ async fn edge(listener: tokio::net::TcpListener, worker: &Worker, auth: EdgeAuth
         workers: vec![WorkerRoute {
             id: "a-1".into(),
             address: worker.mcp_addr.to_string(),
+            local: None,
             weight: 1,
         }],
         ..ZoneRoute::default()

@@ -19,6 +19,10 @@
 //!   the client's delayed ACK) and the peer address as axum's `ConnectInfo<SocketAddr>`.
 //! - A timer kept armed beside the listener's ([`crate::timer_anchor`]), so that arming a
 //!   request's header timeout does not wake tokio's I/O driver with a system call.
+//! - A listener on this host's own socket ([`serve_http_local`]): an abstract Unix socket that
+//!   only processes of the same user may use (checked on every connection with
+//!   `SO_PEERCRED`), so that a proxy on the same host (the edge in front of a local zone's
+//!   nodes) saves the kernel's TCP work on each request.
 //! - Graceful stop: on `stop`, no new connection is accepted, in-flight requests finish and
 //!   idle keep-alive connections are closed. A server whose clients keep connections alive
 //!   (the node, behind the edge) waits for [`OpenConnections`] to reach zero before it stops:
@@ -92,16 +96,54 @@ pub async fn serve_http_with(
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
     let bound = listener.local_addr()?;
-    let open = OpenConnections {
-        slots: Arc::new(Semaphore::new(limits.max_connections)),
-        max: limits.max_connections,
-    };
-    let routes = routes.into();
+    let open = OpenConnections::new(limits.max_connections);
+    let handle = serve(Listener::Tcp(listener), routes.into(), stop, limits, &open);
+    Ok((bound, handle, open))
+}
+
+/// Serves `routes` on the abstract Unix socket `name` (Linux; written `@name` by `ss` and in
+/// ramen's configs) until `stop` is cancelled, with the limits of `limits` and the connection
+/// count of `open` (shared with the TCP listener serving the same routes, so that a server
+/// waiting for its connections to close counts both).
+///
+/// Only a process of this one's effective user may connect: any other is closed at once, so
+/// another user of the host cannot speak to the server as its own proxy would. (An abstract
+/// name has no file permissions; confining a process's own code away from it is Landlock's
+/// abstract-socket scope, `ramen_sandbox`.) A connection's peer address, as handlers see it
+/// in `ConnectInfo`, is `127.0.0.1:0`: a process of this host, which is what a loopback TCP
+/// peer is too, so address rules read it the same way.
+pub async fn serve_http_local(
+    name: &str,
+    routes: impl Into<Routes>,
+    stop: CancellationToken,
+    limits: Limits,
+    open: &OpenConnections,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let listener = bind_local(name)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on @{name}: {e}")))?;
+    Ok(serve(Listener::Local(listener), routes.into(), stop, limits, open))
+}
+
+/// Binds the abstract socket `name`.
+fn bind_local(name: &str) -> std::io::Result<tokio::net::UnixListener> {
+    use std::os::linux::net::SocketAddrExt;
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+    let listener = std::os::unix::net::UnixListener::bind_addr(&address)?;
+    listener.set_nonblocking(true)?;
+    tokio::net::UnixListener::from_std(listener)
+}
+
+fn serve(
+    listener: Listener,
+    routes: Routes,
+    stop: CancellationToken,
+    limits: Limits,
+    open: &OpenConnections,
+) -> tokio::task::JoinHandle<()> {
     // So that arming the header timeout for a kept-alive connection's next request is no
     // system call (`timer_anchor`).
     tokio::spawn(crate::timer_anchor::keep_a_timer_armed(stop.clone()));
-    let handle = tokio::spawn(accept_loop(listener, routes, stop, limits, open.slots.clone()));
-    Ok((bound, handle, open))
+    tokio::spawn(accept_loop(listener, routes, stop, limits, open.clone()))
 }
 
 /// How many connections a listener holds open (each holds one of its slots).
@@ -112,6 +154,11 @@ pub struct OpenConnections {
 }
 
 impl OpenConnections {
+    /// Room for `max` connections.
+    pub fn new(max: usize) -> Self {
+        Self { slots: Arc::new(Semaphore::new(max)), max }
+    }
+
     pub fn count(&self) -> usize {
         self.max - self.slots.available_permits()
     }
@@ -135,12 +182,60 @@ pub async fn poll_until(bound: Duration, mut done: impl FnMut() -> bool) -> bool
     true
 }
 
+/// Where a server takes its connections from.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Local(tokio::net::UnixListener),
+}
+
+/// The peer address a connection on this host's own socket is given.
+const LOCAL_PEER: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+/// An accepted connection, ready to serve.
+enum Accepted {
+    Tcp(tokio::net::TcpStream, SocketAddr),
+    Local(tokio::net::UnixStream),
+}
+
+impl Listener {
+    /// The next connection to serve. A local peer of another user is closed here, and `None`
+    /// returned for it.
+    async fn accept(&self) -> std::io::Result<Option<Accepted>> {
+        match self {
+            Self::Tcp(listener) => {
+                let (tcp, peer) = listener.accept().await?;
+                // Nagle would hold a response's second small write until the client's
+                // delayed ACK.
+                let _ = tcp.set_nodelay(true);
+                Ok(Some(Accepted::Tcp(tcp, peer)))
+            }
+            Self::Local(listener) => {
+                let (stream, _) = listener.accept().await?;
+                let own = nix::unistd::geteuid().as_raw();
+                match stream.peer_cred() {
+                    Ok(peer) if peer.uid() == own => Ok(Some(Accepted::Local(stream))),
+                    Ok(peer) => {
+                        let (uid, pid) = (peer.uid(), peer.pid());
+                        tracing::warn!(uid, ?pid, own, "local connection of another user refused");
+                        Ok(None)
+                    }
+                    Err(err) => {
+                        tracing::warn!(%err, "local connection refused: its peer is unknown");
+                        Ok(None)
+                    }
+                }
+            }
+        }
+    }
+}
+
 async fn accept_loop(
-    listener: tokio::net::TcpListener,
+    listener: Listener,
     routes: Routes,
     stop: CancellationToken,
     limits: Limits,
-    slots: Arc<Semaphore>,
+    open: OpenConnections,
 ) {
     let max_connections = limits.max_connections;
     let deadline = limits.body_read_timeout;
@@ -150,10 +245,11 @@ async fn accept_loop(
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
     let graceful = GracefulShutdown::new();
     loop {
-        let (tcp, peer) = tokio::select! {
+        let accepted = tokio::select! {
             _ = stop.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
+                Ok(Some(accepted)) => accepted,
+                Ok(None) => continue,
                 Err(err) => {
                     // EMFILE and the like: back off a moment instead of spinning.
                     tracing::warn!(%err, "accepting a connection");
@@ -162,11 +258,14 @@ async fn accept_loop(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        let peer = match &accepted {
+            Accepted::Tcp(_, peer) => *peer,
+            Accepted::Local(_) => LOCAL_PEER,
+        };
+        let Ok(slot) = open.slots.clone().try_acquire_owned() else {
             tracing::warn!(%peer, max_connections, "connection refused: the listener is at its cap");
             continue;
         };
-        let _ = tcp.set_nodelay(true);
         let routes = routes.clone();
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             // The body's read deadline wraps hyper's body where the request is made: one
@@ -177,17 +276,32 @@ async fn accept_loop(
             routes.clone().oneshot(request)
         });
         // Polled again when it wakes itself (every request with a body does): see PollAgain.
-        let connection =
-            PollAgain::new(graceful.watch(builder.serve_connection(TokioIo::new(tcp), service)));
-        tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!(%peer, %err, "connection ended with an error");
+        match accepted {
+            Accepted::Tcp(tcp, _) => {
+                let connection = builder.serve_connection(TokioIo::new(tcp), service);
+                spawn_connection(PollAgain::new(graceful.watch(connection)), peer, slot);
             }
-            drop(slot);
-        });
+            Accepted::Local(stream) => {
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                spawn_connection(PollAgain::new(graceful.watch(connection)), peer, slot);
+            }
+        }
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+fn spawn_connection<E: std::fmt::Display>(
+    connection: impl std::future::Future<Output = Result<(), E>> + Send + 'static,
+    peer: SocketAddr,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            tracing::debug!(%peer, %err, "connection ended with an error");
+        }
+        drop(slot);
+    });
 }
 
 /// Why a request body could not be read, as the answer to give.

@@ -14,7 +14,7 @@ mod timer_anchor;
 pub use health::{Health, HealthCheck, Startup, admin_router, no_delay, public_readiness_router};
 pub use http::{
     BODY_READ_TIMEOUT, BodyRefused, HEADER_READ_TIMEOUT, Limits, MAX_CONNECTIONS, OpenConnections,
-    poll_until, read_body, serve_http, serve_http_with,
+    poll_until, read_body, serve_http, serve_http_local, serve_http_with,
 };
 pub use poll_again::PollAgain;
 pub use routes::{Answer, FastRoute, Routed, Routes};

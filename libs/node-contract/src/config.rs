@@ -24,6 +24,14 @@ pub struct NodeConfig {
     pub track: String,
     /// MCP streamable HTTP.
     pub listen: SocketAddr,
+    /// Also serve MCP on an abstract Unix socket of a name the node picks (written to
+    /// `ports_file` as `mcp_local`), for a proxy on the same host: the local zone's edge.
+    /// A request over it costs the kernel about half what one over loopback TCP does, on both
+    /// sides. Only processes of the node's own user may connect; the provider sets it only
+    /// where the group's code cannot connect to it either (Landlock's abstract-socket scope,
+    /// or a kernel that confines no TCP connect either).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub listen_local: bool,
     pub mcp_path: String,
     /// `/healthz`, `/readyz`, `/metrics`, `/status`.
     pub admin: SocketAddr,
@@ -128,6 +136,7 @@ impl Default for NodeConfig {
             zone: String::new(),
             track: "worker".into(),
             listen: SocketAddr::from(([127, 0, 0, 1], 8000)),
+            listen_local: false,
             mcp_path: "/mcp".into(),
             admin: SocketAddr::from(([127, 0, 0, 1], 9091)),
             grpc: SocketAddr::from(([127, 0, 0, 1], 7105)),

@@ -5,13 +5,17 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodePorts {
     /// The process that bound them: a reader ignores a file left by an earlier process.
     pub pid: u32,
     pub mcp: SocketAddr,
     pub admin: SocketAddr,
     pub grpc: SocketAddr,
+    /// The abstract Unix socket serving MCP too (`@name`), when the config asked for one
+    /// (`NodeConfig::listen_local`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_local: Option<String>,
 }
 
 impl NodePorts {
@@ -44,9 +48,10 @@ mod tests {
             mcp: "127.0.0.1:1001".parse().unwrap(),
             admin: "127.0.0.1:1002".parse().unwrap(),
             grpc: "127.0.0.1:1003".parse().unwrap(),
+            mcp_local: Some("@ramen/node/ab12".into()),
         };
         ports.write(&path).unwrap();
-        assert_eq!(NodePorts::read(&path, 7), Some(ports));
+        assert_eq!(NodePorts::read(&path, 7), Some(ports.clone()));
         assert_eq!(NodePorts::read(&path, 8), None, "a file from another process is not read");
     }
 }

@@ -127,7 +127,7 @@ pub fn run(config_path: PathBuf) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        tracing::info!(mcp = %worker.mcp_addr, admin = %worker.admin_addr, node = %worker.config.node_id, "node serving");
+        tracing::info!(mcp = %worker.mcp_addr, mcp_local = ?worker.mcp_local, admin = %worker.admin_addr, node = %worker.config.node_id, "node serving");
         let admin_stop = worker.stop_token();
         tokio::select! {
             _ = shutdown.wait() => {}

@@ -10,7 +10,7 @@ use axum::routing::get;
 use ramen_blob::{BlobStore, LocalDirStore, S3Settings, S3Store};
 use ramen_lifecycle::{
     Health, HealthCheck, Limits, OpenConnections, TaskCenter, admin_router, serve_http,
-    serve_http_with,
+    serve_http_local, serve_http_with,
 };
 use ramen_proto::runner::v1::ReloadOutcome;
 use ramen_telemetry::Metrics;
@@ -47,6 +47,8 @@ pub struct Worker {
     pub mcp_addr: SocketAddr,
     pub admin_addr: SocketAddr,
     pub grpc_addr: SocketAddr,
+    /// The abstract Unix socket serving MCP too (`@name`), when the config asked for one.
+    pub mcp_local: Option<String>,
     pub health: Health,
     pub config: NodeConfig,
     control: Arc<Control>,
@@ -184,9 +186,22 @@ impl Worker {
             crate::mcp::http::McpRoute::new(node.clone(), &config.mcp_path),
         );
         let (mcp_addr, mcp_server, mcp_connections) =
-            serve_http_with(config.listen, mcp, stop.child_token(), Limits::default())
+            serve_http_with(config.listen, mcp.clone(), stop.child_token(), Limits::default())
                 .await
                 .map_err(WorkerError::Listen)?;
+        let mut servers = vec![mcp_server];
+        let mcp_local = if config.listen_local {
+            // Random, so no other process can hold the name before the node binds it.
+            let name = format!("ramen/node/{}", uuid::Uuid::new_v4().simple());
+            let limits = Limits::default();
+            let server = serve_http_local(&name, mcp, stop.child_token(), limits, &mcp_connections)
+                .await
+                .map_err(WorkerError::Listen)?;
+            servers.push(server);
+            Some(format!("@{name}"))
+        } else {
+            None
+        };
         // `/healthz`, `/readyz` and `/metrics` stay open (probes, scrapers); the rest of the
         // admin port is the control plane's.
         let gate = crate::admin::ControlGate::from_config(&config);
@@ -215,21 +230,24 @@ impl Worker {
                 mcp: mcp_addr,
                 admin: admin_addr,
                 grpc: grpc_addr,
+                mcp_local: mcp_local.clone(),
             };
             ports.write(path).map_err(WorkerError::Workdir)?;
         }
 
+        servers.extend([admin_server, grpc_server]);
         let worker = Self {
             node,
             mcp_addr,
             admin_addr,
             grpc_addr,
+            mcp_local,
             health,
             config,
             control,
             tasks,
             stop,
-            servers: vec![mcp_server, admin_server, grpc_server],
+            servers,
             mcp_connections,
             bus,
         };

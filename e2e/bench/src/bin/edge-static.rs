@@ -24,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
         .map(|(i, address)| WorkerRoute {
             id: format!("w{i}"),
             address: address.clone(),
+            local: if i == 0 { args.local.clone() } else { None },
             weight: 1,
         })
         .collect();

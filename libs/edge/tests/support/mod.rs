@@ -23,6 +23,8 @@ pub async fn start_node(dir: &Path, zone: &str, repo: &str, policy: PolicyConfig
         group: "g".into(),
         zone: zone.into(),
         listen: "127.0.0.1:0".parse().unwrap(),
+        // As a local zone's node: the edge reaches it over its abstract socket.
+        listen_local: true,
         admin: "127.0.0.1:0".parse().unwrap(),
         grpc: "127.0.0.1:0".parse().unwrap(),
         workdir: dir.join("work"),

@@ -25,6 +25,12 @@ async fn probe(node: &TestNode, tool: &str, arguments: Value) -> Value {
     structured.get("result").unwrap_or(structured).clone()
 }
 
+/// The name of the node's abstract socket, as the probe takes it (no `@`).
+fn local_socket(node: &TestNode) -> String {
+    let local = node.worker().mcp_local.clone().expect("the node serves a local socket");
+    local.strip_prefix('@').expect("an abstract name").to_owned()
+}
+
 fn refused(answer: &Value) -> bool {
     answer.as_str().is_some_and(|a| a.starts_with("refused: ") && a.contains("errno 13)"))
         || answer.as_str().is_some_and(|a| a.contains("Operation not permitted"))
@@ -42,7 +48,11 @@ fn plant_secret(dir: &Path) -> String {
 #[tokio::test]
 async fn unconfined_group_code_reaches_the_keys_the_bus_and_the_node() {
     let bus = TcpListener::bind("127.0.0.1:0").unwrap();
-    let node = support::start(REPO, |c| c.sandbox.enabled = false).await;
+    let node = support::start(REPO, |c| {
+        c.sandbox.enabled = false;
+        c.listen_local = true;
+    })
+    .await;
     let secret = plant_secret(node.dir.path());
     assert_eq!(probe(&node, "read", json!({"path": secret})).await, json!("read 31 bytes"));
     let found = probe(&node, "walk_up", json!({"names": ["keys/jwt.key"]})).await;
@@ -50,6 +60,10 @@ async fn unconfined_group_code_reaches_the_keys_the_bus_and_the_node() {
     let port = bus.local_addr().unwrap().port();
     let connected = probe(&node, "connect", json!({"host": "127.0.0.1", "port": port})).await;
     assert_eq!(connected, json!("connected"));
+    // The node's own abstract socket, where it trusts its peer as a proxy of this host.
+    let local = local_socket(&node);
+    let reached = probe(&node, "connect_abstract", json!({"name": local})).await;
+    assert_eq!(reached, json!("connected"));
     node.stop().await;
 }
 
@@ -58,7 +72,11 @@ async fn confined_group_code_reaches_only_its_own() {
     let bus = TcpListener::bind("127.0.0.1:0").unwrap();
     let allowed = TcpListener::bind("127.0.0.1:0").unwrap();
     let allowed_port = allowed.local_addr().unwrap().port();
-    let node = support::start(REPO, |c| c.sandbox.connect_ports = vec![allowed_port]).await;
+    let node = support::start(REPO, |c| {
+        c.sandbox.connect_ports = vec![allowed_port];
+        c.listen_local = true;
+    })
+    .await;
     let dir = node.dir.path().to_path_buf();
     let secret = plant_secret(&dir);
 
@@ -106,6 +124,9 @@ async fn confined_group_code_reaches_only_its_own() {
     )
     .await;
     assert!(refused(&published[0]), "{published}");
+    // Nor the node's abstract socket: Landlock scopes abstract sockets to the domain.
+    let local = local_socket(&node);
+    assert!(refused(&probe(&node, "connect_abstract", json!({"name": local})).await));
 
     // Processes: no signal to the node.
     assert!(refused(&probe(&node, "signal", json!({"pid": pid})).await));

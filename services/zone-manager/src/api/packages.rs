@@ -88,6 +88,7 @@ impl ZoneApi {
                         worker_id: e.worker_id,
                         track: track_to_proto(e.track) as i32,
                         address: e.address,
+                        local_address: e.local_address,
                         weight: e.weight,
                         ready: e.ready,
                         serving: e.serving,

@@ -107,6 +107,7 @@ pub fn gone(id: &str, track: crate::model::TrackKind) -> WorkerView {
         state: crate::model::WorkerPhase::Exited,
         reason: "removed".into(),
         mcp_address: String::new(),
+        mcp_local: String::new(),
         admin_address: String::new(),
         grpc_address: String::new(),
         loaded_commit: String::new(),

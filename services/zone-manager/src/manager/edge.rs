@@ -23,6 +23,8 @@ pub struct Endpoint {
     pub track: TrackKind,
     /// host:port of the worker's MCP endpoint (path `/mcp`).
     pub address: String,
+    /// `@name` of its abstract Unix socket on the zone's host; empty when it has none.
+    pub local_address: String,
     pub weight: u32,
     pub ready: bool,
     /// New sessions and stateless calls may be placed on it (see [`crate::provider::serving`]).
@@ -102,6 +104,7 @@ impl ZoneManager {
                     ready: w.is_ready(),
                     serving: serving.contains(&w.id),
                     address: w.mcp_address,
+                    local_address: w.mcp_local,
                     track: w.track,
                     worker_id: w.id,
                 })

@@ -88,6 +88,9 @@ pub struct WorkerView {
     pub state: WorkerPhase,
     pub reason: String,
     pub mcp_address: String,
+    /// `@name` of the worker's abstract Unix socket on the zone's host (local zones); empty
+    /// when it has none.
+    pub mcp_local: String,
     pub admin_address: String,
     pub grpc_address: String,
     pub loaded_commit: String,
@@ -183,7 +186,7 @@ pub enum StepOutcome {
 /// `WorkerChanged`.
 #[derive(Clone, Debug)]
 pub enum WorkerEvent {
-    Changed { group: String, zone: String, worker: WorkerView },
+    Changed { group: String, zone: String, worker: Box<WorkerView> },
     Removed { group: String, zone: String, id: String, track: TrackKind },
 }
 

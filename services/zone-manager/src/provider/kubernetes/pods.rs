@@ -124,6 +124,7 @@ pub fn view(pod: &Pod, size: SizeClass) -> Option<WorkerView> {
         state,
         reason: reason.as_ref().map(|r| r.0.clone()).unwrap_or_default(),
         mcp_address: address(MCP_PORT),
+        mcp_local: String::new(),
         admin_address: address(ADMIN_PORT),
         grpc_address: address(GRPC_PORT),
         loaded_commit: annotations

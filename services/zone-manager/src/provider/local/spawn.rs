@@ -103,6 +103,7 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
         zone: record.zone.clone(),
         track: ctx.track.name().to_owned(),
         listen,
+        listen_local: serves_locally(settings.sandbox, settings.support),
         admin,
         grpc,
         ports_file: Some(ctx.dir.ports_file()),
@@ -127,6 +128,15 @@ fn node_config(ctx: &WorkerCtx, record: &PlacementRecord, template: &ConfigTempl
         ticket_keys: settings.nodes.node_keys(&record.group, &record.zone),
         ..NodeConfig::default()
     }
+}
+
+/// Whether the node also serves MCP on an abstract Unix socket, for the edge when it runs on
+/// this host: only where the group's code cannot connect to that socket either, or could
+/// connect to the node's TCP port just as well. Landlock scopes abstract sockets from ABI 6;
+/// below it, but from ABI 4, it confines TCP connects, so a socket would open a way to the
+/// node that the port's confinement closes.
+fn serves_locally(sandbox: bool, support: ramen_sandbox::Support) -> bool {
+    !sandbox || support.scopes() || !support.tcp()
 }
 
 /// `[prlimit --as=<bytes> --] <worker binary> [worker] --config <file>`, with a scrubbed
@@ -185,5 +195,28 @@ async fn precreate_venv(python: &Path, workdir: &Path) -> Result<(), String> {
             python.display(),
             String::from_utf8_lossy(&output.stderr).trim()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ramen_sandbox::Support;
+
+    use super::serves_locally;
+
+    #[test]
+    fn a_node_serves_a_local_socket_only_where_group_code_cannot_reach_it_or_reaches_tcp_anyway() {
+        // Landlock ABI 6 and up scopes abstract sockets: the group's code cannot connect.
+        assert!(serves_locally(true, Support { abi: 6 }));
+        assert!(serves_locally(true, Support { abi: 7 }));
+        // ABI 4 and 5 confine TCP connects but not abstract sockets: a socket would be a way
+        // around the port rules.
+        assert!(!serves_locally(true, Support { abi: 4 }));
+        assert!(!serves_locally(true, Support { abi: 5 }));
+        // No TCP confinement (below ABI 4), or none at all (sandbox off): the group's code
+        // reaches the node's TCP port already; the socket opens nothing more.
+        assert!(serves_locally(true, Support { abi: 3 }));
+        assert!(serves_locally(true, Support { abi: 0 }));
+        assert!(serves_locally(false, Support { abi: 5 }));
     }
 }

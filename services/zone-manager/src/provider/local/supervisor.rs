@@ -112,12 +112,12 @@ impl Supervisor {
     }
 
     async fn probe(&mut self, proc: &mut Proc, probes: u32) {
-        let ports = match proc.ports {
-            Some(ports) => ports,
+        let ports = match &proc.ports {
+            Some(ports) => ports.clone(),
             None => match NodePorts::read(&self.ctx.dir.ports_file(), proc.pid) {
                 Some(ports) => {
-                    proc.ports = Some(ports);
                     self.listening(&ports);
+                    proc.ports = Some(ports.clone());
                     ports
                 }
                 None => return, // still starting: it has not bound its ports yet
@@ -173,7 +173,7 @@ impl Supervisor {
             &record,
             &self.ctx.placement.settings.trusted_proxies,
         );
-        let Some(ports) = proc.ports else { return };
+        let Some(ports) = &proc.ports else { return };
         let nodes = &*self.ctx.placement.settings.nodes.client;
         let grpc = ports.grpc.to_string();
         match crate::provider::policy::push_one(nodes, &record, &grpc, policy).await {

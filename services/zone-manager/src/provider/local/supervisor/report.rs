@@ -25,6 +25,7 @@ impl Supervisor {
             s.reason = "process started".into();
             s.pid = Some(proc.pid);
             s.mcp.clear();
+            s.mcp_local.clear();
             s.admin.clear();
             s.grpc.clear();
             s.loaded_commit.clear();
@@ -39,6 +40,7 @@ impl Supervisor {
     pub(super) fn listening(&mut self, ports: &ramen_node_contract::NodePorts) {
         self.update(|s| {
             s.mcp = ports.mcp.to_string();
+            s.mcp_local = ports.mcp_local.clone().unwrap_or_default();
             s.admin = ports.admin.to_string();
             s.grpc = ports.grpc.to_string();
             s.reason = "listening".into();
@@ -98,7 +100,7 @@ impl Supervisor {
             let _ = self.ctx.events.send(WorkerEvent::Changed {
                 group: placement.group.clone(),
                 zone: placement.zone.clone(),
-                worker: after.view(&self.ctx.id, self.ctx.track),
+                worker: Box::new(after.view(&self.ctx.id, self.ctx.track)),
             });
         }
     }
