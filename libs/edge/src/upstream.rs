@@ -30,6 +30,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
+use ramen_lifecycle::LocalStream;
 use tokio::net::{TcpStream, UnixStream};
 use tokio::task::JoinHandle;
 
@@ -65,7 +66,7 @@ impl fmt::Display for Failure {
 /// Connects to the abstract Unix socket `local` (`@name`), when a process of the edge's own
 /// user listens there: a name another user bound (before the node, or after it stopped) is
 /// never sent a request, with the MCP key it carries.
-async fn connect_local(local: &str) -> std::io::Result<UnixStream> {
+async fn connect_local(local: &str) -> std::io::Result<LocalStream> {
     let Some(name) = local.strip_prefix('@') else {
         let message = format!("{local:?} is not an abstract socket name (@name)");
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
@@ -78,7 +79,7 @@ async fn connect_local(local: &str) -> std::io::Result<UnixStream> {
         let message = format!("{local} is served by uid {peer}, not this process's uid {own}");
         return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, message));
     }
-    Ok(stream)
+    LocalStream::new(stream)
 }
 
 /// Starts HTTP/1.1 on a new connection to `worker`, its connection driven by a task of its own.

@@ -195,7 +195,7 @@ const LOCAL_PEER: SocketAddr =
 /// An accepted connection, ready to serve.
 enum Accepted {
     Tcp(tokio::net::TcpStream, SocketAddr),
-    Local(tokio::net::UnixStream),
+    Local(crate::LocalStream),
 }
 
 impl Listener {
@@ -214,7 +214,13 @@ impl Listener {
                 let (stream, _) = listener.accept().await?;
                 let own = nix::unistd::geteuid().as_raw();
                 match stream.peer_cred() {
-                    Ok(peer) if peer.uid() == own => Ok(Some(Accepted::Local(stream))),
+                    Ok(peer) if peer.uid() == own => match crate::LocalStream::new(stream) {
+                        Ok(stream) => Ok(Some(Accepted::Local(stream))),
+                        Err(err) => {
+                            tracing::warn!(%err, "local connection dropped: cannot watch it");
+                            Ok(None)
+                        }
+                    },
                     Ok(peer) => {
                         let (uid, pid) = (peer.uid(), peer.pid());
                         tracing::warn!(uid, ?pid, own, "local connection of another user refused");

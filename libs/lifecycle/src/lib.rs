@@ -5,6 +5,7 @@
 
 mod health;
 mod http;
+mod local_stream;
 mod poll_again;
 mod routes;
 mod shutdown;
@@ -16,6 +17,7 @@ pub use http::{
     BODY_READ_TIMEOUT, BodyRefused, HEADER_READ_TIMEOUT, Limits, MAX_CONNECTIONS, OpenConnections,
     poll_until, read_body, serve_http, serve_http_local, serve_http_with,
 };
+pub use local_stream::LocalStream;
 pub use poll_again::PollAgain;
 pub use routes::{Answer, FastRoute, Routed, Routes};
 pub use shutdown::{Shutdown, listen_for_signals};
