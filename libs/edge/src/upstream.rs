@@ -8,9 +8,9 @@
 //! as the directory writes it and puts a connection back when its answer's body ends.
 //!
 //! A worker on the edge's own host (a local zone's) may also listen on an abstract Unix
-//! socket ([`WorkerRoute::local`](crate::WorkerRoute)): a request there costs the kernel
-//! about half what one over loopback TCP does, on both sides (docs/benchmarks.md,
-//! "Seventeenth round"). New connections to it go there first, and over TCP when that fails.
+//! socket ([`WorkerRoute::local`](crate::WorkerRoute)): each send and receive there costs the
+//! kernel about half what one over loopback TCP does (docs/benchmarks.md, "Seventeenth
+//! round"). New connections to it go there first, and over TCP when that fails.
 //!
 //! What it must keep from that client: a request sent on a kept connection that the worker
 //! closed at that moment is given back by hyper unsent ([`SendRequest::try_send_request`]),

@@ -26,8 +26,10 @@ pub struct NodeConfig {
     pub listen: SocketAddr,
     /// Also serve MCP on an abstract Unix socket of a name the node picks (written to
     /// `ports_file` as `mcp_local`), for a proxy on the same host: the local zone's edge.
-    /// A request over it costs the kernel about half what one over loopback TCP does, on both
-    /// sides. Only processes of the node's own user may connect; the provider sets it only
+    /// Each send and receive over it costs the kernel about half what one over loopback TCP
+    /// does (no TCP processing of the peer's side in the sender's system call); the node's
+    /// system time per call falls by a quarter to a third (docs/benchmarks.md, "Seventeenth
+    /// round"). Only processes of the node's own user may connect; the provider sets it only
     /// where the group's code cannot connect to it either (Landlock's abstract-socket scope,
     /// or a kernel that confines no TCP connect either).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
