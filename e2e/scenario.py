@@ -1030,6 +1030,17 @@ def serving_node(cluster: Cluster, group: str, zone: str) -> tuple[Path, dict[st
     return eventually(f"a running node of {group} in {zone}", 60, found)
 
 
+def connected_on(name: str) -> int:
+    """Connections accepted on the abstract socket `name` (`@...`) now open, by
+    /proc/net/unix (state 03: connected; the listener itself is 01)."""
+    count = 0
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[7] == name and fields[5] == "03":
+            count += 1
+    return count
+
+
 def probe(url: str, key: str, tool: str, **arguments: Any) -> Any:
     """Calls one of the hostile package's tools; they answer what happened instead of raising."""
     async def call(c: Client) -> Any:
@@ -1119,6 +1130,19 @@ def hostile_tenant(cluster: Cluster, url: str, key: str) -> None:
             check(Path(f"/proc/{pid}/{name}").exists(), f"/proc/{pid}/{name} exists", None)
             refused(f"reading /proc/{pid}/{name}", probe(evil, evil_key, "read", path=f"/proc/{pid}/{name}"))
         refused(f"signalling node {pid}", probe(evil, evil_key, "signal", pid=pid))
+
+    # The victim node's abstract Unix socket, where the edge on this host reaches it: the edge
+    # holds a connection to it just after a call to local-a (kept idle 1 s), this test can
+    # connect too, and the tenant's code cannot (Landlock's abstract-socket scope).
+    local = victim_ports.get("mcp_local") or ""
+    check(local.startswith("@ramen/node/"), "the victim's node serves a local socket", victim_ports)
+    eventually(f"the edge connected to {local} for a call to local-a", 60,
+               lambda: mcp(url, key, add(1, 1), zone="local-a") == {"result": 2}
+               and connected_on(local) > 0)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect("\0" + local[1:])
+    refused("connecting to the victim's local socket",
+            probe(evil, evil_key, "connect_abstract", name=local[1:]))
 
     # Ports: the bus, the control plane, the victim node's gRPC and admin ports; each listens.
     host, port = nats_address(victim)
