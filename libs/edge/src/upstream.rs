@@ -73,13 +73,7 @@ async fn connect_local(local: &str) -> std::io::Result<LocalStream> {
     };
     // tokio reads a leading NUL as the abstract namespace. A connect to a Unix socket
     // completes or fails at once (EAGAIN when its backlog is full): no timeout needed.
-    let stream = UnixStream::connect(format!("\0{name}")).await?;
-    let (own, peer) = (nix::unistd::geteuid().as_raw(), stream.peer_cred()?.uid());
-    if peer != own {
-        let message = format!("{local} is served by uid {peer}, not this process's uid {own}");
-        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, message));
-    }
-    LocalStream::new(stream)
+    LocalStream::of_own_user(UnixStream::connect(format!("\0{name}")).await?)
 }
 
 /// Starts HTTP/1.1 on a new connection to `worker`, its connection driven by a task of its own.

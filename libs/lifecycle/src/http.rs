@@ -212,22 +212,10 @@ impl Listener {
             }
             Self::Local(listener) => {
                 let (stream, _) = listener.accept().await?;
-                let own = nix::unistd::geteuid().as_raw();
-                match stream.peer_cred() {
-                    Ok(peer) if peer.uid() == own => match crate::LocalStream::new(stream) {
-                        Ok(stream) => Ok(Some(Accepted::Local(stream))),
-                        Err(err) => {
-                            tracing::warn!(%err, "local connection dropped: cannot watch it");
-                            Ok(None)
-                        }
-                    },
-                    Ok(peer) => {
-                        let (uid, pid) = (peer.uid(), peer.pid());
-                        tracing::warn!(uid, ?pid, own, "local connection of another user refused");
-                        Ok(None)
-                    }
+                match crate::LocalStream::of_own_user(stream) {
+                    Ok(stream) => Ok(Some(Accepted::Local(stream))),
                     Err(err) => {
-                        tracing::warn!(%err, "local connection refused: its peer is unknown");
+                        tracing::warn!(%err, "local connection refused");
                         Ok(None)
                     }
                 }

@@ -39,8 +39,24 @@ const READ_AT_LEAST: usize = 2048;
 const READ_AT_MOST: usize = 256 * 1024;
 
 impl LocalStream {
+    /// Takes over a connected stream whose other end is a process of this one's effective
+    /// user (`SO_PEERCRED`), or refuses it (`PermissionDenied`, naming both uids): on an
+    /// abstract socket, which has no file permissions, the only way to know who is there.
+    pub fn of_own_user(stream: tokio::net::UnixStream) -> io::Result<Self> {
+        let (own, peer) = (nix::unistd::geteuid().as_raw(), stream.peer_cred()?);
+        if peer.uid() != own {
+            let message = format!(
+                "the other end is uid {} (pid {:?}), not this process's uid {own}",
+                peer.uid(),
+                peer.pid()
+            );
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, message));
+        }
+        Self::new(stream)
+    }
+
     /// Takes over a connected stream from tokio (which watched it both ways).
-    pub fn new(stream: tokio::net::UnixStream) -> io::Result<Self> {
+    fn new(stream: tokio::net::UnixStream) -> io::Result<Self> {
         let stream = stream.into_std()?; // non-blocking still
         Ok(Self { io: watch(stream, Interest::READABLE)?, room: None, read_size: READ_AT_LEAST })
     }
