@@ -1,4 +1,5 @@
-"""The per-call cost gate: instructions per request, counted by callgrind.
+"""The per-call cost gate: instructions per request, counted by callgrind, and system calls
+per request, counted by strace.
 
 Wall-clock figures on a shared 2-core VM swing by ±20 % between runs; instructions do not
 depend on how busy the machine is. The node (release build) runs under
@@ -8,12 +9,16 @@ counters are dumped: the node's instructions over those requests, divided by the
 The Python runtime is a child process valgrind does not follow, so its work is not in the node's
 figure: it has paths of its own ("runtime: ..."), where the Python runtime runs alone under
 callgrind and this script speaks the framed protocol to it, one call at a time, the same way.
+Then each path is run again natively under `strace -c -f` for its system calls per request,
+by name: the kernel's share of a call, which instructions do not see (`Meter`).
 
     cost_gate.py --runner <ramen-runner> --baseline <file> [--update] [--calls N] [--keep DIR]
-                 [--edge <edge-static>] [--only node|runtime|edge]
+                 [--edge <edge-static>] [--only node|runtime|edge] [--count instructions|syscalls]
 
-Fails (exit 1) when a path costs more than its baseline by more than the baseline's margin;
-`--update` writes the measured figures as the new baseline (commit it with the reason).
+Fails (exit 1) when a path costs more instructions than its baseline by more than the
+baseline's `margin`, or makes more of any one system call than its baseline by more than
+`syscall_slack` per request; `--update` writes the measured figures as the new baseline
+(commit it with the reason).
 """
 
 from __future__ import annotations
@@ -150,33 +155,46 @@ def instructions(dump_dir: Path, pid: int, before: set[Path]) -> int:
 
 
 class Meter:
-    """How a path is measured: instructions under callgrind (the gate), or with `cpu` the
-    process's CPU time per request from /proc, running natively (a figure in µs to read
-    beside the instructions, too coarse and too load-dependent to gate on)."""
+    """How a path is measured, `kind`:
 
-    def __init__(self, calls: int, keep: Path | None, cpu: bool = False) -> None:
+    - `instructions` (the gate): under callgrind, the process's instructions per request.
+    - `syscalls` (the gate): natively, under `strace -c -f`, the process's system calls per
+      request, by name. Callgrind counts no kernel work, and at concurrency 1 most of a call's
+      CPU here is the kernel's: a system call or a wake-up added per call (tokio's timer, the
+      fifteenth round; a socket's spurious `EPOLLOUT`, the seventeenth) moved instructions by
+      under 3 %, within their margin, and the kernel time by far more. Under valgrind the
+      count would include every clock read (no vDSO there), so it is taken natively; the client
+      waits for each answer before it sends the next request, so the count does not depend
+      on timing.
+    - `cpu`: natively, the process's CPU time per request from /proc (a figure in µs to read
+      beside the others, too coarse and too load-dependent to gate on)."""
+
+    def __init__(self, calls: int, keep: Path | None, kind: str = "instructions") -> None:
         self.calls = calls
         self.keep = keep
-        self.cpu = cpu
+        self.kind = kind
 
     def prefix(self, dumps: Path) -> list[str]:
         """What to run a measured process under."""
         dumps.mkdir(parents=True, exist_ok=True)
-        if self.cpu:
+        if self.kind != "instructions":
             return []
         return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.out.%p",
                 "--dump-instr=no", "--compress-strings=no"]
 
-    def count(self, pid: int, dumps: Path, name: str, request) -> float:
-        """Process `pid`'s instructions (or µs of CPU) per `request()`, after a warm-up."""
+    def count(self, pid: int, dumps: Path, name: str, request):
+        """Process `pid`'s instructions (or system calls by name, or µs of CPU) per
+        `request()`, after a warm-up."""
         calls = self.calls
         for _ in range(max(20, calls // 10)):
             request()
-        if self.cpu:
+        if self.kind == "cpu":
             before_cpu = cpu_seconds(pid)
             for _ in range(calls):
                 request()
             return round((cpu_seconds(pid) - before_cpu) / calls * 1e6, 1)
+        if self.kind == "syscalls":
+            return syscalls_per_request(pid, dumps, calls, request)
         callgrind_control("--zero", str(pid))
         for _ in range(calls):
             request()
@@ -189,6 +207,49 @@ class Meter:
             slug = "".join(c if c.isalnum() else "-" for c in name).strip("-")
             (self.keep / f"{slug}.callgrind").write_bytes(newest.read_bytes())
         return figure
+
+
+def traced_by(pid: int, tracer: int) -> bool:
+    """Whether every thread of `pid` is traced by `tracer` (strace attaches to them one by one)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        for task in tasks:
+            status = (task / "status").read_text()
+            line = next(l for l in status.splitlines() if l.startswith("TracerPid:"))
+            if int(line.split()[1]) != tracer:
+                return False
+    except (OSError, StopIteration):
+        return False
+    return bool(tasks)
+
+
+# A system call strace makes its tracee make: an interrupted wait resumed when strace attaches.
+NOT_THE_PATHS = {"restart_syscall"}
+
+
+def syscalls_per_request(pid: int, dumps: Path, calls: int, request) -> dict[str, float]:
+    """System calls of process `pid` (all its threads) per `request()`, by name."""
+    out = dumps / f"strace.{pid}.{time.monotonic_ns()}"
+    tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(out), "-p", str(pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not traced_by(pid, tracer.pid):
+            if tracer.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"strace could not attach to {pid}: {tracer.stderr.read().decode()[-1000:]}")
+            time.sleep(0.01)
+        for _ in range(calls):
+            request()
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=60)
+    counts: dict[str, float] = {}
+    # `strace -c`'s table: % time, seconds, usecs/call, calls, [errors,] syscall
+    for line in out.read_text().splitlines():
+        fields = line.split()
+        if len(fields) in (5, 6) and fields[3].isdigit() and fields[-1] not in ("total", *NOT_THE_PATHS):
+            counts[fields[-1]] = round(int(fields[3]) / calls, 3)
+    return dict(sorted(counts.items()))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -282,10 +343,6 @@ def measure_runtime(meter: Meter, work: Path) -> dict[str, float]:
 # `--nats-url`: the node records its calls and publishes them there (a bus with the calls
 # stream, e.g. `calls-sink`'s): what recording costs per call, read against the baselines.
 NATS_URL = ""
-# `--edge-local`: the edge reaches the node over the node's abstract Unix socket, as a local
-# zone's edge does (the gate's baselines are over TCP, as a cloud zone's).
-EDGE_LOCAL = False
-
 # `--node-threads`: the node config's `threads` (its own default, one, when 0): with `--cpu`,
 # what a second serving thread costs per request.
 NODE_THREADS = 0
@@ -400,13 +457,22 @@ def start_edge(edge: Path, node_port: int, work: Path, prefix: list[str],
     return proc, int(line.rsplit(":", 1)[1])
 
 
-def measure_edge(runner: Path, edge: Path, meter: Meter, work: Path) -> dict[str, float]:
-    """The edge's instructions per proxied request: `edge-static` under callgrind, the node not."""
-    node, node_port, _ = start_node(runner, work / "node-behind-edge", [], local=EDGE_LOCAL)
+# The edge's paths, and how the edge reaches its node on them: over TCP, as a cloud zone's edge
+# does ("edge: ..."), and over the node's abstract Unix socket, as the local zone's edge does
+# ("edge, socket to the node: ...").
+EDGE_PATHS = {"edge": False, "edge, socket to the node": True}
+
+
+def measure_edge(runner: Path, edge: Path, meter: Meter, work: Path, local: bool) -> dict:
+    """The edge's instructions (or system calls) per proxied request: `edge-static` measured,
+    the node behind it run natively."""
+    label = next(name for name, socket in EDGE_PATHS.items() if socket == local)
+    node_work = work / f"node-behind-{'socket' if local else 'tcp'}"
+    node, node_port, _ = start_node(runner, node_work, [], local=local)
     dumps = work / "edge-dumps"
     try:
-        local = node_local(work / "node-behind-edge") if EDGE_LOCAL else None
-        proc, port = start_edge(edge, node_port, work, meter.prefix(dumps), local=local)
+        proc, port = start_edge(edge, node_port, work, meter.prefix(dumps),
+                                local=node_local(node_work) if local else None)
     except BaseException:
         stop(node)
         raise
@@ -415,15 +481,65 @@ def measure_edge(runner: Path, edge: Path, meter: Meter, work: Path) -> dict[str
         session.initialize()
         stateless = Client(port, "/mcp/bench/prod")
         edge_paths = {
-            "edge: tools/call, 2025-11-25 session": lambda: session.rpc("tools/call", ADD),
-            "edge: tools/call, 2026-07-28 stateless": lambda: stateless.rpc(
+            f"{label}: tools/call, 2025-11-25 session": lambda: session.rpc("tools/call", ADD),
+            f"{label}: tools/call, 2026-07-28 stateless": lambda: stateless.rpc(
                 "tools/call", {**ADD, "_meta": META}, STATELESS),
-            "edge: ping, session": lambda: session.rpc("ping"),
+            f"{label}: ping, session": lambda: session.rpc("ping"),
         }
         return {name: meter.count(proc.pid, dumps, name, request) for name, request in edge_paths.items()}
     finally:
         stop(proc)
         stop(node)
+
+
+def measure_all(args: argparse.Namespace, meter: Meter) -> dict:
+    """Every path `--only` selects, counted by `meter`."""
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="cost-gate-") as work:
+        if args.only in (None, "node"):
+            figures.update(measure(args.runner, meter, Path(work)))
+        if args.only in (None, "runtime"):
+            figures.update(measure_runtime(meter, Path(work)))
+        if args.only in (None, "edge"):
+            for local in EDGE_PATHS.values():
+                figures.update(measure_edge(args.runner, args.edge, meter, Path(work), local))
+    return figures
+
+
+def judge_instructions(figures: dict[str, int], baseline: dict, margin: float) -> list[str]:
+    """Print each path's instructions beside its baseline; the paths over it by more than `margin`."""
+    failed = []
+    print("| path | instructions per request | baseline | change |\n|---|---|---|---|")
+    for name, measured in figures.items():
+        base = baseline.get(name)
+        change = "" if not base else f"{(measured - base) / base:+.1%}"
+        print(f"| {name} | {measured:,} | {f'{base:,}' if base else '—'} | {change} |")
+        if base and measured > base * (1 + margin):
+            failed.append(f"{name}: {measured:,} instructions per request, over {base:,} by more than {margin:.0%}")
+        elif base and measured < base * (1 - margin):
+            print(f"  ({name} got cheaper by more than {margin:.0%}: lower its baseline with --update)")
+    return failed
+
+
+def judge_syscalls(figures: dict[str, dict[str, float]], baseline: dict, slack: float) -> list[str]:
+    """Print each path's system calls beside its baseline; the paths making more of any one
+    system call than their baseline by more than `slack` per request."""
+    failed = []
+    print("\n| path | system calls per request | baseline | by name (baseline) |\n|---|---|---|---|")
+    for name, counts in figures.items():
+        base = baseline.get(name)
+        total = sum(counts.values())
+        names = sorted(set(counts) | set(base or {}))
+        detail = ", ".join(f"{n} {counts.get(n, 0):g}" + (f" ({base.get(n, 0):g})" if base is not None else "")
+                           for n in names)
+        print(f"| {name} | {total:.2f} | {f'{sum(base.values()):.2f}' if base is not None else '—'} | {detail} |")
+        if base is None:
+            continue
+        for n in names:
+            if counts.get(n, 0) > base.get(n, 0) + slack:
+                failed.append(f"{name}: {counts.get(n, 0):g} {n} per request, over {base.get(n, 0):g} "
+                              f"by more than {slack:g}")
+    return failed
 
 
 def main() -> int:
@@ -438,64 +554,57 @@ def main() -> int:
     parser.add_argument("--edge", type=Path, help="the release edge-static (for the edge's paths)")
     parser.add_argument("--only", choices=("node", "runtime", "edge"),
                         help="measure only these paths (--update then replaces only their baselines)")
+    parser.add_argument("--count", choices=("instructions", "syscalls"),
+                        help="count only this (--update then replaces only its baselines); default both")
     parser.add_argument("--nats-url", default="",
                         help="nodes record their calls and publish them to this bus (compare, never --update)")
     parser.add_argument("--node-threads", type=int, default=0,
                         help="the nodes' `threads` (compare, never --update; default: the node's own, one)")
-    parser.add_argument("--edge-local", action="store_true",
-                        help="the edge reaches the node over its abstract Unix socket (compare, never --update)")
     args = parser.parse_args()
-    if args.edge_local and args.update:
-        parser.error("--edge-local compares against the baselines (taken over TCP); it never updates them")
     if args.nats_url and args.update:
         parser.error("--nats-url measures recording against the baselines; it never updates them")
     if args.node_threads and args.update:
         parser.error("--node-threads compares against the baselines; it never updates them")
-    global NATS_URL, NODE_THREADS, EDGE_LOCAL
-    EDGE_LOCAL = args.edge_local
+    global NATS_URL, NODE_THREADS
     NATS_URL = args.nats_url
     NODE_THREADS = args.node_threads
     if args.only != "runtime" and args.runner is None:
         parser.error("--runner is needed for the node's and the edge's paths")
     if args.only in (None, "edge") and args.edge is None:
         parser.error("--edge is needed for the edge's paths")
-    meter = Meter(args.calls or (5000 if args.cpu else 500), args.keep, args.cpu)
-    figures: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="cost-gate-") as work:
-        if args.only in (None, "node"):
-            figures.update(measure(args.runner, meter, Path(work)))
-        if args.only in (None, "runtime"):
-            figures.update(measure_runtime(meter, Path(work)))
-        if args.only in (None, "edge"):
-            figures.update(measure_edge(args.runner, args.edge, meter, Path(work)))
     if args.cpu:
+        figures = measure_all(args, Meter(args.calls or 5000, None, "cpu"))
         print("| path | µs of CPU per request (this process, natively; not gated) |\n|---|---|")
         for name, micros in figures.items():
             print(f"| {name} | {micros} |")
         return 0
-    baseline = json.loads(args.baseline.read_text()) if args.baseline.exists() else {"margin": 0.1, "paths": {}}
-    margin = baseline["margin"]
-    failed = []
-    print(f"| path | instructions per request | baseline | change |\n|---|---|---|---|")
-    for name, measured in figures.items():
-        base = baseline["paths"].get(name)
-        change = "" if not base else f"{(measured - base) / base:+.1%}"
-        print(f"| {name} | {measured:,} | {f'{base:,}' if base else '—'} | {change} |")
-        if base and measured > base * (1 + margin):
-            failed.append(f"{name}: {measured:,} instructions per request, over {base:,} by more than {margin:.0%}")
-        elif base and measured < base * (1 - margin):
-            print(f"  ({name} got cheaper by more than {margin:.0%}: lower its baseline with --update)")
+    baseline = json.loads(args.baseline.read_text()) if args.baseline.exists() else {}
+    failed: list[str] = []
+    measured: dict[str, dict] = {}
+    for kind in (args.count,) if args.count else ("instructions", "syscalls"):
+        figures = measure_all(args, Meter(args.calls or 500, args.keep, kind))
+        measured[kind] = figures
+        if kind == "instructions":
+            failed += judge_instructions(figures, baseline.get("paths", {}), baseline.get("margin", 0.05))
+        else:
+            failed += judge_syscalls(figures, baseline.get("syscalls", {}), baseline.get("syscall_slack", 0.1))
     if args.update:
-        baseline["paths"] = {**baseline["paths"], **figures} if args.only else figures
+        for kind, key in (("instructions", "paths"), ("syscalls", "syscalls")):
+            if kind in measured:
+                baseline[key] = {**baseline.get(key, {}), **measured[kind]} if args.only else measured[kind]
         args.baseline.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n")
         print(f"baseline written to {args.baseline}")
         return 0
-    missing = [n for n in figures if n not in baseline["paths"]]
-    if missing:
-        failed.append(f"no baseline for {missing}: run with --update and commit it")
-    gone = [n for n in baseline["paths"] if n not in figures] if not args.only else []
-    if gone:
-        failed.append(f"baseline paths no longer measured: {gone} (renamed? run with --update)")
+    for kind, key in (("instructions", "paths"), ("syscalls", "syscalls")):
+        if kind not in measured:
+            continue
+        known = baseline.get(key, {})
+        missing = [n for n in measured[kind] if n not in known]
+        if missing:
+            failed.append(f"no {kind} baseline for {missing}: run with --update and commit it")
+        gone = [n for n in known if n not in measured[kind]] if not args.only else []
+        if gone:
+            failed.append(f"{kind} baseline paths no longer measured: {gone} (renamed? run with --update)")
     for line in failed:
         print(f"REGRESSION {line}", file=sys.stderr)
     return 1 if failed else 0
