@@ -20,12 +20,18 @@ as a local zone's edge does (docs/benchmarks.md, "Seventeenth round"), and two c
 edge's CPU per call, and the node's in the same run (the node fed over the socket, against its
 column fed over TCP by `mcp-load` directly).
 
+`--answer <answer-floor>` adds a first column: one loopback HTTP request, served by hyper with a
+fixed answer and no MCP behind it (issue 32's yardstick: "a loopback HTTP request costs about
+6.5 µs of CPU here"; docs/benchmarks.md, "Nineteenth round"), driven by the same `mcp-load` at
+the same concurrency. The other columns read against it say what the node and the edge cost on
+this machine in loopback requests, a figure that does not move with the VM's speed as µs do.
+
 `--edge-threads N` runs the edge and the floor on N tokio worker threads (`TOKIO_WORKER_THREADS`)
 instead of one per CPU (docs/benchmarks.md, "Ninth round": one thread sleeps and wakes less
 often per request than two).
 
     cpu_bench.py --runner <ramen-runner> --edge <edge-static> --load <mcp-load>
-                 [--floor <proxy-floor> ...] [--local] [--edge-threads N] [--seconds 5] [--rounds 2]
+                 [--floor <proxy-floor> ...] [--answer <answer-floor>] [--local] [--edge-threads N] [--seconds 5] [--rounds 2]
                  [--concurrency 1,4,16]
 """
 
@@ -67,6 +73,8 @@ def main() -> int:
     parser.add_argument("--load", type=Path, required=True, help="the release mcp-load")
     parser.add_argument("--floor", type=Path, action="append", default=[],
                         help="a release proxy-floor, half-floor or byte-floor, measured beside the edge; repeatable")
+    parser.add_argument("--answer", type=Path,
+                        help="a release answer-floor: one loopback HTTP request's CPU, measured first")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", default="1,4,16")
@@ -84,7 +92,11 @@ def main() -> int:
             edge, edge_port = start_edge(args.edge, node_port, work, threads)
             floors: list[tuple[subprocess.Popen, int]] = []
             local_edge = None
+            answer = None
             try:
+                if args.answer:
+                    (work / "answer").mkdir()
+                    answer = start_edge(args.answer, node_port, work / "answer", threads)
                 for n, binary in enumerate(args.floor):
                     (work / f"floor-{n}").mkdir()
                     floors.append(start_edge(binary, node_port, work / f"floor-{n}", threads))
@@ -92,11 +104,14 @@ def main() -> int:
                     (work / "local").mkdir()
                     local_edge = start_edge(args.edge, node_port, work / "local", threads,
                                             local=node_local(work / "node"))
-                print("| request | concurrency | round | node µs/call (directly) | edge µs/call (in front) |"
+                print("| request | concurrency | round |"
+                      + (" loopback HTTP request µs (answer-floor) |" if answer else "")
+                      + " node µs/call (directly) | edge µs/call (in front) |"
                       + "".join(f" {binary.name} µs/call (in front) |" for binary in args.floor)
                       + (" edge µs/call (over the node's socket) | node µs/call (fed over its socket) |"
                          if local_edge else ""))
-                print("|---|---|---|---|---|" + "---|" * (len(args.floor) + (2 if local_edge else 0)))
+                print("|---|---|---|---|---|" + "---|" * (len(args.floor) + (2 if local_edge else 0)
+                                                         + (1 if answer else 0)))
                 for round_ in range(1, args.rounds + 1):
                     for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
                         for c in levels:
@@ -104,9 +119,13 @@ def main() -> int:
                                 return [*pin, str(args.load), "--url", url, "--key", KEY,
                                         "--concurrency", str(c), "--seconds", str(args.seconds),
                                         "--warmup", "0", "--tool", "notes.add", *flag]
+                            row = f"| {kind} | {c} | {round_} |"
+                            if answer:
+                                url = f"http://127.0.0.1:{answer[1]}/mcp"
+                                row += f" {per_call(answer[0].pid, load(url))} |"
                             node_us = per_call(node.pid, load(f"http://127.0.0.1:{node_port}/mcp"))
                             edge_us = per_call(edge.pid, load(f"http://127.0.0.1:{edge_port}/mcp/bench/prod"))
-                            row = f"| {kind} | {c} | {round_} | {node_us} | {edge_us} |"
+                            row += f" {node_us} | {edge_us} |"
                             for floor, floor_port in floors:
                                 url = f"http://127.0.0.1:{floor_port}/mcp/bench/prod"
                                 row += f" {per_call(floor.pid, load(url))} |"
@@ -117,6 +136,8 @@ def main() -> int:
                             print(row, flush=True)
             finally:
                 stop(edge)
+                if answer:
+                    stop(answer[0])
                 if local_edge:
                     stop(local_edge[0])
                 for floor, _ in floors:
