@@ -104,14 +104,14 @@ def main() -> int:
                     (work / "local").mkdir()
                     local_edge = start_edge(args.edge, node_port, work / "local", threads,
                                             local=node_local(work / "node"))
-                print("| request | concurrency | round |"
-                      + (" loopback HTTP request µs (answer-floor) |" if answer else "")
-                      + " node µs/call (directly) | edge µs/call (in front) |"
-                      + "".join(f" {binary.name} µs/call (in front) |" for binary in args.floor)
-                      + (" edge µs/call (over the node's socket) | node µs/call (fed over its socket) |"
-                         if local_edge else ""))
-                print("|---|---|---|---|---|" + "---|" * (len(args.floor) + (2 if local_edge else 0)
-                                                         + (1 if answer else 0)))
+                columns = ["request", "concurrency", "round",
+                           *(["loopback HTTP request µs (answer-floor)"] if answer else []),
+                           "node µs/call (directly)", "edge µs/call (in front)",
+                           *(f"{binary.name} µs/call (in front)" for binary in args.floor),
+                           *(["edge µs/call (over the node's socket)", "node µs/call (fed over its socket)"]
+                             if local_edge else [])]
+                print("| " + " | ".join(columns) + " |")
+                print("|" + "---|" * len(columns))
                 for round_ in range(1, args.rounds + 1):
                     for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
                         for c in levels:

@@ -40,20 +40,41 @@ where
 {
     let args = <ProxyArgs as clap::Parser>::parse();
     let worker: Arc<str> = args.workers[0].as_str().into();
-    let listener = TcpListener::bind(args.listen).await?;
+    serve_each(name, args.listen, move |client| {
+        let worker = worker.clone();
+        async move {
+            let upstream = TcpStream::connect(&*worker).await?;
+            upstream.set_nodelay(true)?;
+            relay(client, upstream).await
+        }
+    })
+    .await
+}
+
+/// Binds `listen`, prints `listening on ADDR` (what the cost gate and cpu-bench wait for) and
+/// serves each client connection, without Nagle's delay, with `serve` in a task of its own. A
+/// connection's error is printed under `name` and ends only that connection.
+pub async fn serve_each<F, Fut>(
+    name: &'static str,
+    listen: SocketAddr,
+    serve: F,
+) -> anyhow::Result<()>
+where
+    F: Fn(TcpStream) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let listener = TcpListener::bind(listen).await?;
     #[allow(clippy::print_stdout)]
     {
         println!("listening on {}", listener.local_addr()?);
     }
     loop {
         let (client, _) = listener.accept().await?;
-        let worker = worker.clone();
+        let serve = serve.clone();
         tokio::spawn(async move {
             let connection = async move {
                 client.set_nodelay(true)?;
-                let upstream = TcpStream::connect(&*worker).await?;
-                upstream.set_nodelay(true)?;
-                relay(client, upstream).await
+                serve(client).await
             };
             if let Err(err) = connection.await {
                 #[allow(clippy::print_stderr)]

@@ -17,41 +17,25 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 // The serving binaries' allocator, as edge-static has it.
 use ramen_alloc as _;
-use tokio::net::TcpListener;
 
+const PING: &[u8] = br#""method":"ping""#;
 const PONG: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
 const ANSWER: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","content":[{"type":"text","text":"42"}],"structuredContent":{"result":42},"isError":false}}"#;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args = <ramen_bench::ProxyArgs as clap::Parser>::parse();
-    let listener = TcpListener::bind(args.listen).await?;
-    #[allow(clippy::print_stdout)]
-    {
-        println!("listening on {}", listener.local_addr()?);
-    }
-    loop {
-        let (client, _) = listener.accept().await?;
-        tokio::spawn(async move {
-            let served = async move {
-                client.set_nodelay(true)?;
-                let service = hyper::service::service_fn(answer);
-                server::Builder::new().serve_connection(TokioIo::new(client), service).await?;
-                anyhow::Ok(())
-            };
-            if let Err(err) = served.await {
-                #[allow(clippy::print_stderr)]
-                {
-                    eprintln!("answer-floor: {err:#}");
-                }
-            }
-        });
-    }
+    ramen_bench::serve_each("answer-floor", args.listen, |client| async move {
+        let service = hyper::service::service_fn(answer);
+        server::Builder::new().serve_connection(TokioIo::new(client), service).await?;
+        Ok(())
+    })
+    .await
 }
 
 async fn answer(request: Request<Incoming>) -> anyhow::Result<Response<Full<Bytes>>> {
     let body = request.into_body().collect().await?.to_bytes();
-    let ping = body.windows(15).any(|w| w == br#""method":"ping""#);
+    let ping = body.windows(PING.len()).any(|w| w == PING);
     let mut response =
         Response::new(Full::new(Bytes::from_static(if ping { PONG } else { ANSWER })));
     response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
