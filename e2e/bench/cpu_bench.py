@@ -7,6 +7,8 @@ hello-repo, a key required, as the gate configures it) and `edge-static` in fron
 both natively and unpinned, and drives them with `mcp-load` on CPU 1: for each request kind
 and concurrency, once at the node directly (the node's CPU per call) and once through the
 edge (the edge's). The process's user + system time over the run, divided by the calls made.
+The requests: `tools/call` in a 2025-11-25 session, the same as 2026-07-28 stateless requests
+(no session; the `_meta` envelope and its headers on every call), and `ping` in a session.
 Not gated: the figure moves with the machine; read rounds side by side.
 
 With `--floor <proxy-floor>`, the same points are run once more through `proxy-floor` (hyper
@@ -48,6 +50,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cost_gate import KEY, cpu_seconds, node_local, start_edge, start_node, stop  # noqa: E402
+
+
+# Each request kind measured, with the `mcp-load` flags that make it: issue 32's node target
+# covers `tools/call` on both the 2025-11-25 session path and the 2026-07-28 stateless one.
+KINDS = (
+    ("tools/call", []),
+    ("tools/call, stateless", ["--stateless"]),
+    ("ping", ["--ping"]),
+)
 
 
 def per_call(pid: int, load: list[str]) -> float:
@@ -113,7 +124,7 @@ def main() -> int:
                 print("| " + " | ".join(columns) + " |")
                 print("|" + "---|" * len(columns))
                 for round_ in range(1, args.rounds + 1):
-                    for kind, flag in (("tools/call", []), ("ping", ["--ping"])):
+                    for kind, flag in KINDS:
                         for c in levels:
                             def load(url: str) -> list[str]:
                                 return [*pin, str(args.load), "--url", url, "--key", KEY,
