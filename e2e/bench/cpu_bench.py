@@ -26,7 +26,9 @@ column fed over TCP by `mcp-load` directly).
 fixed answer and no MCP behind it (issue 32's yardstick: "a loopback HTTP request costs about
 6.5 µs of CPU here"; docs/benchmarks.md, "Nineteenth round"), driven by the same `mcp-load` at
 the same concurrency. The other columns read against it say what the node and the edge cost on
-this machine in loopback requests, a figure that does not move with the VM's speed as µs do.
+this machine in loopback requests, a figure that does not move with the VM's speed as µs do
+(docs/benchmarks.md, "Twentieth round"); with `--answer` a second table after the rounds gives
+every figure in those units, lowest–highest of the rounds.
 
 `--edge-threads N` runs the edge and the floor on N tokio worker threads (`TOKIO_WORKER_THREADS`)
 instead of one per CPU (docs/benchmarks.md, "Ninth round": one thread sleeps and wakes less
@@ -77,6 +79,25 @@ def per_call_of(pids: list[int], load: list[str]) -> list[float]:
     return [round(u / calls * 1e6, 1) for u in used]
 
 
+def print_in_loopback_requests(columns: list[str], measured: dict[tuple[str, int], list[list[float]]]) -> None:
+    """Each figure over the loopback request of its own round (the first figure of each round),
+    lowest–highest of the rounds: the issue's units, which do not move with the VM's speed as µs
+    do (docs/benchmarks.md, "Twentieth round"). Targets in them: node 3.85 per `tools/call`, 1.54
+    per `ping`; edge 2.31 per proxied call."""
+    names = [column.replace(" µs/call", "") for column in columns]
+    print()
+    print("In loopback HTTP requests (each figure over its round's answer-floor; lowest–highest of the rounds):")
+    print()
+    print("| request | concurrency | " + " | ".join(names) + " |")
+    print("|" + "---|" * (len(names) + 2))
+    for (kind, c), rounds in measured.items():
+        cells = []
+        for i in range(1, len(rounds[0])):
+            ratios = [figures[i] / figures[0] for figures in rounds]
+            cells.append(f"{min(ratios):.1f}–{max(ratios):.1f}")
+        print(f"| {kind} | {c} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runner", type=Path, required=True)
@@ -123,6 +144,8 @@ def main() -> int:
                              if local_edge else [])]
                 print("| " + " | ".join(columns) + " |")
                 print("|" + "---|" * len(columns))
+                # (request kind, concurrency) -> each round's figures, in the columns' order
+                measured: dict[tuple[str, int], list[list[float]]] = {}
                 for round_ in range(1, args.rounds + 1):
                     for kind, flag in KINDS:
                         for c in levels:
@@ -130,21 +153,20 @@ def main() -> int:
                                 return [*pin, str(args.load), "--url", url, "--key", KEY,
                                         "--concurrency", str(c), "--seconds", str(args.seconds),
                                         "--warmup", "0", "--tool", "notes.add", *flag]
-                            row = f"| {kind} | {c} | {round_} |"
+                            figures: list[float] = []
                             if answer:
-                                url = f"http://127.0.0.1:{answer[1]}/mcp"
-                                row += f" {per_call(answer[0].pid, load(url))} |"
-                            node_us = per_call(node.pid, load(f"http://127.0.0.1:{node_port}/mcp"))
-                            edge_us = per_call(edge.pid, load(f"http://127.0.0.1:{edge_port}/mcp/bench/prod"))
-                            row += f" {node_us} | {edge_us} |"
+                                figures.append(per_call(answer[0].pid, load(f"http://127.0.0.1:{answer[1]}/mcp")))
+                            figures.append(per_call(node.pid, load(f"http://127.0.0.1:{node_port}/mcp")))
+                            figures.append(per_call(edge.pid, load(f"http://127.0.0.1:{edge_port}/mcp/bench/prod")))
                             for floor, floor_port in floors:
-                                url = f"http://127.0.0.1:{floor_port}/mcp/bench/prod"
-                                row += f" {per_call(floor.pid, load(url))} |"
+                                figures.append(per_call(floor.pid, load(f"http://127.0.0.1:{floor_port}/mcp/bench/prod")))
                             if local_edge:
                                 url = f"http://127.0.0.1:{local_edge[1]}/mcp/bench/prod"
-                                local_us, fed_us = per_call_of([local_edge[0].pid, node.pid], load(url))
-                                row += f" {local_us} | {fed_us} |"
-                            print(row, flush=True)
+                                figures.extend(per_call_of([local_edge[0].pid, node.pid], load(url)))
+                            measured.setdefault((kind, c), []).append(figures)
+                            print(f"| {kind} | {c} | {round_} | " + " | ".join(map(str, figures)) + " |", flush=True)
+                if answer:
+                    print_in_loopback_requests(columns[4:], measured)
             finally:
                 stop(edge)
                 if answer:
