@@ -136,12 +136,13 @@ def main() -> int:
                     (work / "local").mkdir()
                     local_edge = start_edge(args.edge, node_port, work / "local", threads,
                                             local=node_local(work / "node"))
-                columns = ["request", "concurrency", "round",
-                           *(["loopback HTTP request µs (answer-floor)"] if answer else []),
-                           "node µs/call (directly)", "edge µs/call (in front)",
-                           *(f"{binary.name} µs/call (in front)" for binary in args.floor),
-                           *(["edge µs/call (over the node's socket)", "node µs/call (fed over its socket)"]
-                             if local_edge else [])]
+                # One column per figure of a round, in the order each round measures them.
+                figure_columns = [*(["loopback HTTP request µs (answer-floor)"] if answer else []),
+                                  "node µs/call (directly)", "edge µs/call (in front)",
+                                  *(f"{binary.name} µs/call (in front)" for binary in args.floor),
+                                  *(["edge µs/call (over the node's socket)",
+                                     "node µs/call (fed over its socket)"] if local_edge else [])]
+                columns = ["request", "concurrency", "round", *figure_columns]
                 print("| " + " | ".join(columns) + " |")
                 print("|" + "---|" * len(columns))
                 # (request kind, concurrency) -> each round's figures, in the columns' order
@@ -166,7 +167,8 @@ def main() -> int:
                             measured.setdefault((kind, c), []).append(figures)
                             print(f"| {kind} | {c} | {round_} | " + " | ".join(map(str, figures)) + " |", flush=True)
                 if answer:
-                    print_in_loopback_requests(columns[4:], measured)
+                    # every figure but the loopback request itself, over it
+                    print_in_loopback_requests(figure_columns[1:], measured)
             finally:
                 stop(edge)
                 if answer:
